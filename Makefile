@@ -1,0 +1,32 @@
+# Waypoint: `make run` serves the product on http://127.0.0.1:8000, `make test` runs every test.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+export UV_PYTHON_DOWNLOADS := never
+
+# Django 6.1 needs Python >= 3.12: take the newest suitable interpreter on PATH or under pyenv.
+PYTHON_312 := $(shell for c in python3.14 python3.13 python3.12 $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV) python3; do \
+	if command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then command -v $$c; break; fi; done)
+
+.PHONY: run test install lint bench soak
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@if [ -z "$(PYTHON_312)" ]; then echo "Waypoint needs Python >= 3.12 (Django 6.1) and none was found on PATH or under pyenv. Install one (for example 'pyenv install 3.12' or 'uv python install 3.12') and run this again." >&2; exit 1; fi
+	@echo "Using $(PYTHON_312)"
+	@test -x $(PY) || $(PYTHON_312) -m venv $(VENV)
+	@$(VENV)/bin/pip install -q --disable-pip-version-check uv
+	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[dev]'
+	@touch $@
+
+run: install
+	DEBUG=1 $(PY) manage.py migrate --noinput
+	DEBUG=1 $(PY) manage.py load_demo --base-url http://127.0.0.1:8000
+	DEBUG=1 WAYPOINT_WEBHOOK_ALLOW_PRIVATE=1 $(VENV)/bin/daphne -b 127.0.0.1 -p 8000 config.asgi:application
+
+test: install
+	@bash tests/run.sh $(ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .

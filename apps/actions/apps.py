@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ActionsConfig(AppConfig):
+    name = "apps.actions"
+    label = "actions"

@@ -1,0 +1,130 @@
+"""
+The linked server-side actions a server tool can run.
+
+Each action says whether it has side effects: a side-effecting action that started without a
+recorded outcome makes its turn ambiguous, and it is never retried automatically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+
+
+class ActionError(Exception):
+    """The action ran and failed; the model receives the message as the tool result."""
+
+
+@dataclass(frozen=True)
+class ActionCall:
+    conversation_id: str
+    turn_id: str
+    call_id: str
+    tool: dict[str, Any]
+    arguments: dict[str, Any]
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.turn_id}:{self.call_id}"
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    side_effecting: bool
+    run: Callable[[ActionCall], Any]
+
+
+def _echo(call: ActionCall) -> Any:
+    return call.arguments
+
+
+def _fail(call: ActionCall) -> Any:
+    raise ActionError(str(call.arguments.get("message") or f"{call.tool['name']} failed"))
+
+
+def _sleep(call: ActionCall) -> Any:
+    seconds = call.arguments.get("seconds", 1)
+    if not isinstance(seconds, int | float) or not 0 <= seconds <= 300:
+        raise ActionError("seconds must be a number from 0 to 300")
+    time.sleep(seconds)
+    return {"slept": seconds}
+
+
+def check_webhook_target(url: str) -> None:
+    """
+    Refuse webhook targets on loopback, private, link-local or reserved addresses (SSRF).
+
+    `WAYPOINT_WEBHOOK_ALLOW_PRIVATE=1` allows them for local development and tests.
+    :raises ActionError: the URL is malformed or points somewhere refused
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ActionError("webhook url must be http(s) with a host")
+    if settings.WAYPOINT_WEBHOOK_ALLOW_PRIVATE:
+        return
+    try:
+        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    except socket.gaierror as exc:
+        raise ActionError(f"webhook host {parts.hostname} does not resolve") from exc
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if not address.is_global:
+            raise ActionError(f"webhook target {parts.hostname} is a private address and is refused")
+
+
+def webhook_signature(body: bytes) -> str:
+    return "sha256=" + hmac.new(settings.WAYPOINT_WEBHOOK_SECRET.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _webhook(call: ActionCall) -> Any:
+    url = call.tool["url"]
+    check_webhook_target(url)
+    body = json.dumps(
+        {
+            "conversation_id": call.conversation_id,
+            "turn_id": call.turn_id,
+            "call_id": call.call_id,
+            "tool": call.tool["name"],
+            "arguments": call.arguments,
+        },
+        separators=(",", ":"),
+        sort_keys=True,
+    ).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Idempotency-Key": call.idempotency_key,
+        "X-Waypoint-Signature": webhook_signature(body),
+    }
+    try:
+        response = httpx.post(url, content=body, headers=headers, timeout=settings.WAYPOINT_WEBHOOK_TIMEOUT_SECONDS)
+    except httpx.HTTPError as exc:
+        raise ActionError(f"webhook did not answer: {type(exc).__name__}") from exc
+    if response.status_code >= 400:
+        raise ActionError(f"webhook answered {response.status_code}")
+    try:
+        return response.json()
+    except ValueError:
+        return {"status": response.status_code}
+
+
+ACTIONS: dict[str, Action] = {
+    a.name: a
+    for a in (
+        Action("echo", side_effecting=False, run=_echo),
+        Action("fail", side_effecting=False, run=_fail),
+        Action("sleep", side_effecting=False, run=_sleep),
+        Action("webhook", side_effecting=True, run=_webhook),
+    )
+}

@@ -1,0 +1,35 @@
+"""Writes of assistants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.agent.config import ConfigError, check_config
+from apps.agent.models import Assistant
+from apps.conversations.errors import BadInput
+
+
+def create_assistant(*, config: Any, is_demo: bool = False) -> Assistant:
+    """
+    Validate a configuration and store it as a new assistant.
+
+    :raises BadInput: the configuration is invalid; `details["problems"]` lists why
+    """
+    try:
+        clean = check_config(config)
+    except ConfigError as exc:
+        raise BadInput("invalid assistant configuration: " + "; ".join(exc.problems), problems=exc.problems) from exc
+    return Assistant.objects.create(name=clean["name"], config=clean, is_demo=is_demo)
+
+
+def load_demo(*, base_url: str) -> Assistant:
+    """Create or refresh the demo assistant, whose refund webhook points at this server's demo shop."""
+    from apps.agent.demo import DEMO_NAME, demo_config
+
+    clean = check_config(demo_config(f"{base_url.rstrip('/')}/demo/hooks/refund"))
+    assistant = Assistant.objects.filter(is_demo=True, name=DEMO_NAME).first()
+    if assistant is None:
+        return Assistant.objects.create(name=clean["name"], config=clean, is_demo=True)
+    assistant.config = clean
+    assistant.save(update_fields=["config", "updated_at"])
+    return assistant

@@ -1,0 +1,174 @@
+"""
+Validation of an assistant's JSON configuration (PRODUCT.md "Assistant configuration").
+
+Pure: no Django. `check_config` returns the normalised config or raises `ConfigError` listing every
+problem with the path where it is.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+BUILTIN_TOOLS = {"complete_conversation", "ask_question"}
+ACTIONS = {"echo", "fail", "sleep", "webhook"}
+PROVIDERS = {"scripted", "openai"}
+MODES = {"agent", "simple"}
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+class ConfigError(ValueError):
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def _check_steps(steps: Any, where: str, problems: list[str]) -> None:
+    if not isinstance(steps, list):
+        problems.append(f"{where}: must be a list of steps")
+        return
+    for i, step in enumerate(steps):
+        at = f"{where}[{i}]"
+        if not isinstance(step, dict):
+            problems.append(f"{at}: must be an object")
+            continue
+        unknown = set(step) - {"say", "call", "arguments", "calls", "stream"}
+        if unknown:
+            problems.append(f"{at}: unknown keys {sorted(unknown)}")
+        if "say" in step and not isinstance(step["say"], str):
+            problems.append(f"{at}.say: must be text")
+        if "call" in step and "calls" in step:
+            problems.append(f"{at}: use either call or calls, not both")
+        calls = step.get("calls", [{"call": step["call"], "arguments": step.get("arguments", {})}] if "call" in step else [])
+        if not isinstance(calls, list):
+            problems.append(f"{at}.calls: must be a list")
+            continue
+        for j, call in enumerate(calls):
+            if not isinstance(call, dict) or not isinstance(call.get("call"), str):
+                problems.append(f"{at}.calls[{j}]: needs a tool name in 'call'")
+            elif not isinstance(call.get("arguments", {}), dict):
+                problems.append(f"{at}.calls[{j}].arguments: must be an object")
+        if not step.get("say") and not calls:
+            problems.append(f"{at}: a step needs 'say' or a call")
+
+
+def check_config(config: Any) -> dict[str, Any]:
+    """
+    Validate an assistant configuration and fill in its defaults.
+
+    :raises ConfigError: with one message per problem
+    """
+    problems: list[str] = []
+    if not isinstance(config, dict):
+        raise ConfigError(["the configuration must be a JSON object"])
+    out = dict(config)
+    name = config.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        problems.append("name: required text of at most 200 characters")
+    out.setdefault("allow_conversation_completion", False)
+    if not isinstance(out["allow_conversation_completion"], bool):
+        problems.append("allow_conversation_completion: must be true or false")
+    out.setdefault("step_budget", 8)
+    budget = out["step_budget"]
+    if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= 64:
+        problems.append("step_budget: must be a whole number from 1 to 64")
+    out.setdefault("mode", "agent")
+    if out["mode"] not in MODES:
+        problems.append(f"mode: must be one of {sorted(MODES)}")
+    out.setdefault("idle_timeout_seconds", None)
+    idle = out["idle_timeout_seconds"]
+    if idle is not None and (not isinstance(idle, int) or isinstance(idle, bool) or idle < 0):
+        problems.append("idle_timeout_seconds: must be a whole number of seconds, 0 disables")
+    out.setdefault("allowed_origins", [])
+    if not isinstance(out["allowed_origins"], list) or not all(
+        isinstance(o, str) and re.match(r"^https?://[^/\s]+$", o) for o in out["allowed_origins"]
+    ):
+        problems.append("allowed_origins: must be a list of origins like https://shop.example")
+    out.setdefault("required_approver", "")
+    if not isinstance(out["required_approver"], str):
+        problems.append("required_approver: must be a persona identity")
+
+    tools = config.get("tools", [])
+    names: set[str] = set(BUILTIN_TOOLS)
+    if not isinstance(tools, list):
+        problems.append("tools: must be a list")
+        tools = []
+    normalised_tools = []
+    for i, tool in enumerate(tools):
+        at = f"tools[{i}]"
+        if not isinstance(tool, dict):
+            problems.append(f"{at}: must be an object")
+            continue
+        tname = tool.get("name")
+        if not isinstance(tname, str) or not _NAME.match(tname):
+            problems.append(f"{at}.name: letters, digits, _ or -, starting with a letter")
+            continue
+        if tname in names:
+            problems.append(f"{at}.name: {tname!r} is defined twice or is built in")
+        names.add(tname)
+        kind = tool.get("kind")
+        if kind not in ("server", "client"):
+            problems.append(f"{at}.kind: unknown tool kind {kind!r} (server or client)")
+            continue
+        if kind == "server":
+            action = tool.get("action")
+            if action not in ACTIONS:
+                problems.append(f"{at}.action: unknown action {action!r} (one of {sorted(ACTIONS)})")
+            if action == "webhook" and not (isinstance(tool.get("url"), str) and re.match(r"^https?://", tool["url"])):
+                problems.append(f"{at}.url: a webhook needs an http(s) url")
+        else:
+            if tool.get("requires_approval"):
+                problems.append(f"{at}.requires_approval: only server tools can require approval")
+            if "action" in tool:
+                problems.append(f"{at}.action: client tools have no server action")
+            answered_by = tool.get("answered_by", "person")
+            if answered_by not in ("person", "application"):
+                problems.append(f"{at}.answered_by: person or application")
+        if not isinstance(tool.get("requires_approval", False), bool):
+            problems.append(f"{at}.requires_approval: must be true or false")
+        params = tool.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(params, dict):
+            problems.append(f"{at}.parameters: must be a JSON schema object")
+        normalised_tools.append({**tool, "parameters": params, "requires_approval": bool(tool.get("requires_approval"))})
+    out["tools"] = normalised_tools
+
+    model = config.get("model")
+    if not isinstance(model, dict) or model.get("provider") not in PROVIDERS:
+        problems.append(f"model.provider: must be one of {sorted(PROVIDERS)}")
+    elif model["provider"] == "scripted":
+        rules = model.get("rules", [])
+        if not isinstance(rules, list):
+            problems.append("model.rules: must be a list")
+            rules = []
+        for i, rule in enumerate(rules):
+            at = f"model.rules[{i}]"
+            if not isinstance(rule, dict) or not isinstance(rule.get("match"), str):
+                problems.append(f"{at}.match: needs a regular expression")
+                continue
+            try:
+                re.compile(rule["match"], re.IGNORECASE)
+            except re.error as exc:
+                problems.append(f"{at}.match: bad regular expression ({exc})")
+            _check_steps(rule.get("steps"), f"{at}.steps", problems)
+            for step in rule.get("steps") or []:
+                if isinstance(step, dict):
+                    for call in step.get("calls", [step] if "call" in step else []):
+                        if isinstance(call, dict) and isinstance(call.get("call"), str) and call["call"] not in names:
+                            problems.append(f"{at}: calls unknown tool {call['call']!r}")
+        if "fallback" in model:
+            _check_steps(model["fallback"], "model.fallback", problems)
+    else:
+        if not isinstance(model.get("model"), str) or not model["model"]:
+            problems.append("model.model: the model name is required for provider openai")
+        if "base_url" in model and not (isinstance(model["base_url"], str) and re.match(r"^https?://", model["base_url"])):
+            problems.append("model.base_url: must be an http(s) URL")
+    if problems:
+        raise ConfigError(problems)
+    return out
+
+
+def tool_by_name(config: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """Return a configured tool, or the definition of a built-in one."""
+    if name in BUILTIN_TOOLS:
+        return {"name": name, "kind": "builtin", "requires_approval": False}
+    return next((t for t in config.get("tools", []) if t["name"] == name), None)

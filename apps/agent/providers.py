@@ -1,0 +1,209 @@
+"""
+Model providers behind one small interface: `complete(request) -> ModelRound`.
+
+`scripted` is deterministic and needs no network; `openai` speaks to any OpenAI-compatible Chat
+Completions endpoint with tool calling.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"call_id": self.call_id, "tool": self.tool, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class ModelRound:
+    text: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    chunks: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PastRound:
+    text: str
+    calls: list[ToolCall]
+    results: dict[str, Any]  # call_id -> the result the model sees
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Everything a provider may look at: the committed history and this turn so far."""
+
+    history: list[dict[str, str]]  # [{"role", "text"}] committed messages before this turn
+    message: str  # this turn's user message (for a continuation: the last one)
+    rounds: list[PastRound]
+    tools: list[dict[str, Any]]
+    closing: bool = False
+    memory: list[str] = field(default_factory=list)
+
+
+class ModelFailed(Exception):
+    """The model could not produce a round; the message is safe to show."""
+
+
+class Provider(Protocol):
+    def complete(self, request: ModelRequest) -> ModelRound: ...
+
+
+class ScriptedProvider:
+    """A rule-based model: the first rule whose `match` is found in the message; one step per round."""
+
+    def __init__(self, config: dict[str, Any]):
+        self.rules = config.get("rules", [])
+        self.fallback = config.get("fallback", [{"say": "You said: {message}"}])
+
+    def _steps(self, message: str) -> list[dict[str, Any]]:
+        for rule in self.rules:
+            if re.search(rule["match"], message, re.IGNORECASE):
+                return rule["steps"]
+        return self.fallback
+
+    def complete(self, request: ModelRequest) -> ModelRound:
+        if request.closing:
+            tried = [c.tool for r in request.rounds for c in r.calls]
+            if not tried:
+                return ModelRound()
+            return ModelRound(text="I could not finish this. I tried: " + ", ".join(dict.fromkeys(tried)) + ".")
+        steps = self._steps(request.message)
+        index = len(request.rounds)
+        if index >= len(steps):
+            return ModelRound()
+        step = steps[index]
+        last_result: Any = None
+        for past in reversed(request.rounds):
+            if past.results:
+                last_result = list(past.results.values())[-1]
+                break
+        text = step.get("say", "")
+        text = text.replace("{message}", request.message).replace(
+            "{result}", json.dumps(last_result, sort_keys=True, separators=(", ", ": "))
+        )
+        specs = step.get("calls") or ([{"call": step["call"], "arguments": step.get("arguments", {})}] if "call" in step else [])
+        calls = [
+            ToolCall(call_id=f"call_{index + 1}_{i + 1}", tool=spec["call"], arguments=dict(spec.get("arguments", {})))
+            for i, spec in enumerate(specs)
+        ]
+        chunks = re.findall(r"\S+\s*", text) if step.get("stream") else []
+        return ModelRound(text=text, calls=calls, usage={"rounds": 1}, chunks=chunks)
+
+
+def _openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for tool in tools:
+        out.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": tool["name"],
+                    "description": tool.get("description", ""),
+                    "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
+                },
+            }
+        )
+    return out
+
+
+def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """Build the Chat Completions message list for a request."""
+    messages: list[dict[str, Any]] = []
+    if request.memory:
+        messages.append({"role": "system", "content": "Facts to remember:\n" + "\n".join(f"- {m}" for m in request.memory)})
+    for m in request.history:
+        messages.append({"role": m["role"], "content": m["text"]})
+    messages.append({"role": "user", "content": request.message})
+    for past in request.rounds:
+        entry: dict[str, Any] = {"role": "assistant", "content": past.text or None}
+        if past.calls:
+            entry["tool_calls"] = [
+                {"id": c.call_id, "type": "function", "function": {"name": c.tool, "arguments": json.dumps(c.arguments)}}
+                for c in past.calls
+            ]
+        messages.append(entry)
+        for c in past.calls:
+            messages.append({"role": "tool", "tool_call_id": c.call_id, "content": json.dumps(past.results.get(c.call_id))})
+    if request.closing:
+        messages.append(
+            {
+                "role": "system",
+                "content": "The step budget is spent. Reply to the user now, without tools: say briefly what you tried.",
+            }
+        )
+    return messages
+
+
+class OpenAIProvider:
+    """Any OpenAI-compatible Chat Completions endpoint with tool calling."""
+
+    RETRIES = 3
+
+    def __init__(self, config: dict[str, Any], *, api_key: str, base_url: str, client: Any = None, sleep=time.sleep):
+        import openai
+
+        self.model = config["model"]
+        self.sleep = sleep
+        self.client = client or openai.OpenAI(
+            api_key=api_key or "not-needed", base_url=config.get("base_url") or base_url or None, max_retries=0, timeout=60
+        )
+
+    def complete(self, request: ModelRequest) -> ModelRound:
+        import openai
+
+        kwargs: dict[str, Any] = {"model": self.model, "messages": openai_messages(request)}
+        if request.tools and not request.closing:
+            kwargs["tools"] = _openai_tools(request.tools)
+        delay = 0.5
+        for attempt in range(self.RETRIES + 1):
+            try:
+                response = self.client.chat.completions.create(**kwargs)
+                break
+            except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
+                if attempt == self.RETRIES:
+                    raise ModelFailed(f"The model service is unavailable ({type(exc).__name__}); please try again later.") from exc
+                self.sleep(delay)
+                delay *= 2
+            except openai.APIStatusError as exc:
+                raise ModelFailed(f"The model service refused the request (HTTP {exc.status_code}).") from exc
+        if not response.choices:
+            raise ModelFailed("The model returned no answer.")
+        message = response.choices[0].message
+        calls = []
+        for tc in message.tool_calls or []:
+            try:
+                arguments = json.loads(tc.function.arguments or "{}")
+                if not isinstance(arguments, dict):
+                    raise ValueError
+            except ValueError:
+                # A malformed call becomes a call whose result tells the model so; it can retry.
+                arguments = {"_malformed_arguments": tc.function.arguments}
+            calls.append(ToolCall(call_id=tc.id, tool=tc.function.name, arguments=arguments))
+        usage = {}
+        if response.usage is not None:
+            usage = {
+                "prompt_tokens": response.usage.prompt_tokens or 0,
+                "completion_tokens": response.usage.completion_tokens or 0,
+            }
+        return ModelRound(text=message.content or "", calls=calls, usage=usage)
+
+
+def provider_for(config: dict[str, Any]) -> Provider:
+    """Build the provider an assistant configuration names."""
+    from django.conf import settings
+
+    model = config["model"]
+    if model["provider"] == "scripted":
+        return ScriptedProvider(model)
+    return OpenAIProvider(model, api_key=settings.WAYPOINT_OPENAI_API_KEY, base_url=settings.WAYPOINT_OPENAI_BASE_URL)

@@ -1,0 +1,381 @@
+"""
+Executing runs: the single writer of each conversation, and recovery after a crash.
+
+`kick` hands a conversation to this process's workers once batch one (or the last answer of a
+paused run) has committed. `drive` takes the conversation's lease, then executes its running runs
+oldest first, one committed step at a time, until none is left. The recovery loop finds runs left
+`running` by a process that died and drives them again under their original turn id.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+
+from apps.actions.registry import ACTIONS, ActionCall, ActionError
+from apps.agent import turns
+from apps.agent.config import BUILTIN_TOOLS
+from apps.agent.providers import ModelFailed, ModelRequest, provider_for
+from apps.conversations import faults, lease
+from apps.conversations.actions import new_id
+from apps.conversations.models import ChatMessage, Conversation, Lease
+from apps.ledger import store
+from apps.ledger.store import LeaseLost
+from apps.ledger.types import (
+    ActionFinished,
+    ActionStarted,
+    ApprovalRequest,
+    ClientActionRequested,
+    CompletionRequested,
+    ConversationCompleted,
+    ModelRound,
+    QuestionRequest,
+    TurnAmbiguous,
+    TurnComplete,
+    TurnExpired,
+    TurnFailed,
+    TurnRetried,
+)
+from apps.runs.models import ToolUsageLog, WorkflowLog
+
+log = logging.getLogger(__name__)
+
+HOLDER = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_started = threading.Event()
+
+
+def _process_lock(conversation_id: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(conversation_id, threading.Lock())
+
+
+def kick(conversation_id: str) -> None:
+    """Have this process drive a conversation whose runs may have work to do."""
+    mode = settings.WAYPOINT_RUNNER
+    if mode == "inline":
+        drive(conversation_id)
+    elif mode == "thread":
+        _workers().submit(_drive_in_worker, conversation_id, False)
+
+
+def _workers() -> ThreadPoolExecutor:
+    global _pool
+    with _locks_guard:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=int(os.environ.get("WAYPOINT_WORKERS", "8")), thread_name_prefix="waypoint-run")
+        return _pool
+
+
+def _drive_in_worker(conversation_id: str, recovering: bool) -> None:
+    close_old_connections()
+    try:
+        drive(conversation_id, recovering=recovering)
+    except Exception:
+        log.exception("driving conversation %s failed", conversation_id)
+    finally:
+        connection.close()
+
+
+class _Heartbeat(threading.Thread):
+    """Renews the lease while a step (a slow model or action) runs."""
+
+    def __init__(self, conversation_id: str, held: lease.Held):
+        super().__init__(daemon=True, name=f"lease-{conversation_id[:8]}")
+        self.conversation_id, self.held = conversation_id, held
+        self.stopped = threading.Event()
+        self.lost = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(settings.WAYPOINT_LEASE_SECONDS / 3):
+                ok = lease.renew(
+                    conversation_id=self.conversation_id, held=self.held, now=timezone.now(), seconds=settings.WAYPOINT_LEASE_SECONDS
+                )
+                if not ok:
+                    self.lost.set()
+                    return
+        finally:
+            connection.close()
+
+
+def drive(conversation_id: str, *, recovering: bool = False) -> None:
+    """
+    Execute a conversation's running runs, oldest first, as its single writer.
+
+    Returns at once when another process holds the lease.
+    """
+    with _process_lock(conversation_id):
+        held = lease.acquire(
+            conversation_id=conversation_id, holder=HOLDER, now=timezone.now(), seconds=settings.WAYPOINT_LEASE_SECONDS
+        )
+        if held is None:
+            return
+        heartbeat = _Heartbeat(conversation_id, held)
+        heartbeat.start()
+        try:
+            retried = not (recovering or held.previous_holder)
+            while True:
+                run = (
+                    WorkflowLog.objects.filter(conversation_id=conversation_id, status="running")
+                    .order_by("dispatched_seq")
+                    .first()
+                )
+                if run is None:
+                    break
+                if not retried:
+                    _append(conversation_id, run.turn_id, [TurnRetried(run_id=run.run_id, attempt=1, after_seq=0)], held)
+                    retried = True
+                execute_run(run, held)
+                if WorkflowLog.objects.filter(run_id=run.run_id, status="running").exists():
+                    log.error("run %s made no progress; leaving it for recovery", run.run_id)
+                    break
+        except LeaseLost:
+            log.warning("lost the lease of conversation %s; another process continues", conversation_id)
+        finally:
+            heartbeat.stopped.set()
+            heartbeat.join()
+            lease.release(conversation_id=conversation_id, held=held)
+
+
+def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, actor: str = "agent") -> list:
+    with transaction.atomic():
+        conversation = Conversation.objects.select_for_update(no_key=True).only("head_seq", "head_hash").get(id=conversation_id)
+        return store.append(
+            conversation_id=conversation_id,
+            events=events,
+            turn_id=turn_id,
+            actor=actor,
+            now=timezone.now(),
+            head=(conversation.head_seq, conversation.head_hash),
+            lease=held.token,
+        )
+
+
+def execute_run(run: WorkflowLog, held: lease.Held) -> None:
+    """Take committed steps of one run until it ends, pauses or can do nothing more."""
+    cid = str(run.conversation_id)
+    conversation = Conversation.objects.select_related("assistant").get(id=cid)
+    config = conversation.assistant.config
+    provider = provider_for(config)
+    tools = [t for t in config.get("tools", [])] + [
+        {"name": "ask_question", "kind": "builtin", "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}},
+        {"name": "complete_conversation", "kind": "builtin", "parameters": {"type": "object", "properties": {}}},
+    ]
+    while True:
+        events = store.read(cid, turn_id=run.turn_id)
+        state = turns.turn_state(events)
+        budget = turns.effective_budget(settings.WAYPOINT_STEP_BUDGET, config, state)
+        step = turns.next_step(state, config, budget)
+        if isinstance(step, turns.Done | turns.Wait):
+            return
+        if isinstance(step, turns.CallModel):
+            history, message = _history(cid, run.dispatched_seq, state)
+            request = ModelRequest(
+                history=history, message=message, rounds=turns.past_rounds(state), tools=tools, closing=step.closing
+            )
+            try:
+                answer = provider.complete(request)
+            except ModelFailed as exc:
+                _append(cid, run.turn_id, [TurnFailed(run_id=run.run_id, error=str(exc))], held)
+                return
+            number = len(state.rounds) + 1
+            _append(
+                cid,
+                run.turn_id,
+                [
+                    ModelRound(
+                        run_id=run.run_id,
+                        round=number,
+                        text=answer.text,
+                        calls=[c.as_dict() for c in answer.calls] if not step.closing else [],
+                        usage=answer.usage,
+                        closing=step.closing,
+                    )
+                ],
+                held,
+            )
+            faults.reach("after_model_round")
+        elif isinstance(step, turns.RequestClient):
+            _append(cid, run.turn_id, [_request_event(run, state, config, c) for c in step.calls], held)
+            return
+        elif isinstance(step, turns.RunAction):
+            _run_action(cid, run, step, held)
+        elif isinstance(step, turns.Ambiguous):
+            call = step.call
+            _append(
+                cid,
+                run.turn_id,
+                [TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool, idempotency_key=f"{run.turn_id}:{call.call_id}")],
+                held,
+            )
+            return
+        elif isinstance(step, turns.EvaluateCompletion):
+            _append(
+                cid,
+                run.turn_id,
+                [CompletionRequested(run_id=run.run_id, call_id=step.call.call_id, outcome=step.outcome, reason=step.reason)],
+                held,
+            )
+        elif isinstance(step, turns.Finish):
+            faults.reach("before_batch_two")
+            batch_two = [TurnComplete(run_id=run.run_id, message_id=new_id("msg"), text=step.text, fallback=step.fallback)]
+            if step.complete_conversation:
+                batch_two.append(ConversationCompleted(run_id=run.run_id))
+            _append(cid, run.turn_id, batch_two, held)
+            faults.reach("after_batch_two")
+            return
+
+
+def _history(conversation_id: str, dispatched_seq: int, state: turns.TurnState) -> tuple[list[dict[str, str]], str]:
+    messages = list(
+        ChatMessage.objects.filter(conversation_id=conversation_id, seq__lte=dispatched_seq)
+        .order_by("seq")
+        .values("role", "text")
+    )
+    if state.continuation:
+        last_user = next((m["text"] for m in reversed(messages) if m["role"] == "user"), "")
+        return messages, last_user
+    return messages[:-1], state.message
+
+
+def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call: turns.CallState):
+    if call.tool == "ask_question":
+        question = str(call.arguments.get("question") or call.arguments.get("label") or "Could you tell me more?")
+        return QuestionRequest(run_id=run.run_id, call_id=call.call_id, question=question, arguments={})
+    tool = next(t for t in config["tools"] if t["name"] == call.tool)
+    if tool["kind"] == "server":
+        return ApprovalRequest(
+            run_id=run.run_id,
+            call_id=call.call_id,
+            tool=call.tool,
+            arguments=call.arguments,
+            required_approver=state.required_approver or config.get("required_approver", ""),
+        )
+    expires_at = ""
+    if state.mode == "simple":
+        expires_at = store.iso(timezone.now() + timedelta(seconds=settings.WAYPOINT_SIMPLE_EXPIRY_SECONDS))
+    return ClientActionRequested(run_id=run.run_id, call_id=call.call_id, tool=call.tool, arguments=call.arguments, expires_at=expires_at)
+
+
+def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held) -> None:
+    call = step.call
+    if step.tool is None or step.tool.get("kind") == "builtin" or call.tool in BUILTIN_TOOLS:
+        error = f"unknown tool {call.tool!r}"
+        _append(cid, run.turn_id, [ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=error)], held)
+        return
+    action = ACTIONS[step.tool["action"]]
+    _append(
+        cid,
+        run.turn_id,
+        [
+            ActionStarted(
+                run_id=run.run_id,
+                call_id=call.call_id,
+                tool=call.tool,
+                action=action.name,
+                arguments=call.arguments,
+                side_effecting=action.side_effecting,
+                idempotency_key=f"{run.turn_id}:{call.call_id}",
+                attempt=step.attempt,
+            )
+        ],
+        held,
+    )
+    try:
+        if "_malformed_arguments" in call.arguments:
+            raise ActionError("the tool call's arguments were not valid JSON; call it again with a JSON object")
+        output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.arguments))
+        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output=output)
+    except ActionError as exc:
+        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a broken action is the tool's failure, not the turn's crash
+        log.exception("action %s raised", action.name)
+        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=type(exc).__name__)
+    if action.side_effecting:
+        faults.reach("during_action")
+    _append(cid, run.turn_id, [finished], held)
+
+
+# --- recovery ----------------------------------------------------------------------------------
+
+
+def recover_once() -> int:
+    """
+    Drive every conversation that has a run left `running` by a writer that is gone.
+
+    A run is orphaned when it has not moved for a lease period and its conversation's lease is free
+    or expired. Also expires simple runs whose pending request timed out. Returns how many
+    conversations were handed to workers.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.WAYPOINT_LEASE_SECONDS)
+    candidates = set(
+        WorkflowLog.objects.filter(status="running", updated_at__lt=stale).values_list("conversation_id", flat=True)[:200]
+    )
+    busy = set(
+        Lease.objects.filter(conversation_id__in=candidates, expires_at__gt=now).exclude(holder="").values_list("conversation_id", flat=True)
+    )
+    handed = 0
+    for cid in sorted(candidates - busy, key=str):
+        handed += 1
+        if settings.WAYPOINT_RUNNER == "thread":
+            _workers().submit(_drive_in_worker, str(cid), True)
+        else:
+            drive(str(cid), recovering=True)
+    expire_simple_runs(now=now)
+    return handed
+
+
+def expire_simple_runs(*, now) -> int:
+    """Mark simple runs whose pending client action passed its expiry as `expired`."""
+    expired = 0
+    due = (
+        ToolUsageLog.objects.filter(status="pending", expires_at__lte=now)
+        .values_list("conversation_id", "run_id", "turn_id")
+        .distinct()[:200]
+    )
+    for cid, run_id, turn_id in due:
+        with transaction.atomic():
+            conversation = Conversation.objects.select_for_update(no_key=True).get(id=cid)
+            calls = list(ToolUsageLog.objects.filter(run_id=run_id, status="pending").values_list("call_id", flat=True))
+            if not calls or not WorkflowLog.objects.filter(run_id=run_id, status="waiting").exists():
+                continue
+            store.append(
+                conversation_id=str(cid), events=[TurnExpired(run_id=run_id, call_ids=calls)], turn_id=turn_id,
+                actor="system", now=now, head=(conversation.head_seq, conversation.head_hash),
+            )
+            expired += 1
+    return expired
+
+
+def start() -> None:
+    """Start this process's recovery loop (once); called when the ASGI application loads."""
+    if settings.WAYPOINT_RUNNER != "thread" or _started.is_set():
+        return
+    _started.set()
+    threading.Thread(target=_recovery_loop, daemon=True, name="waypoint-recovery").start()
+
+
+def _recovery_loop() -> None:
+    while True:
+        try:
+            close_old_connections()
+            recover_once()
+        except Exception:
+            log.exception("recovery pass failed")
+        finally:
+            connection.close()
+        time.sleep(settings.WAYPOINT_RECOVERY_INTERVAL_SECONDS)

@@ -1,0 +1,288 @@
+"""
+What a turn has done so far, and what it does next.
+
+Pure: no Django. `turn_state(events)` reads one turn's log entries; `next_step(state, config)`
+decides the next step from them alone. Because every step is committed before the next is
+decided, running the same decision after a crash resumes the turn from its last committed step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.actions.registry import ACTIONS
+from apps.agent.config import tool_by_name
+from apps.agent.providers import PastRound, ToolCall
+from apps.ledger.types import Recorded
+
+FALLBACK_REPLY = "Sorry, I could not finish that. Please try again or rephrase your request."
+ENDING_KINDS = {"turn_complete", "turn_failed", "turn_expired", "turn_interrupted"}
+
+
+@dataclass
+class CallState:
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    round: int
+    requested: str = ""  # client_action_requested | approval_request | question_request
+    answer: dict[str, Any] | None = None
+    answered_by: str = ""
+    started: int = 0
+    finished: dict[str, Any] | None = None
+    completion: dict[str, Any] | None = None
+    resolution: str = ""
+
+
+@dataclass
+class RoundState:
+    number: int
+    text: str
+    call_ids: list[str]
+    closing: bool
+
+
+@dataclass
+class TurnState:
+    run_id: str = ""
+    turn_id: str = ""
+    message: str = ""
+    continuation: bool = False
+    mode: str = "agent"
+    step_budget: int | None = None
+    required_approver: str = ""
+    rounds: list[RoundState] = field(default_factory=list)
+    calls: dict[str, CallState] = field(default_factory=dict)
+    ended: str = ""
+    ambiguous_call: str = ""
+    retries: int = 0
+
+
+def turn_state(events: list[Recorded]) -> TurnState:
+    """Read one turn's entries (in `seq` order) into its state."""
+    s = TurnState()
+    for rec in events:
+        p = rec.payload
+        k = rec.kind
+        if k == "turn_dispatched":
+            s.run_id, s.turn_id = p["run_id"], rec.turn_id
+            s.message, s.continuation, s.mode = p.get("text", ""), p.get("continuation", False), p.get("mode", "agent")
+        elif k == "ingress_directive":
+            s.step_budget = p.get("step_budget")
+            s.required_approver = p.get("required_approver", "") or s.required_approver
+        elif k == "model_round":
+            ids = []
+            for c in p.get("calls", []):
+                s.calls[c["call_id"]] = CallState(c["call_id"], c["tool"], c.get("arguments", {}), p["round"])
+                ids.append(c["call_id"])
+            s.rounds.append(RoundState(p["round"], p.get("text", ""), ids, p.get("closing", False)))
+        elif k in ("client_action_requested", "approval_request", "question_request"):
+            s.calls[p["call_id"]].requested = k
+        elif k == "client_result_accepted":
+            s.calls[p["call_id"]].answer = {"output": p["output"]}
+            s.calls[p["call_id"]].answered_by = p.get("answered_by", "")
+        elif k == "approval_response":
+            s.calls[p["call_id"]].answer = {"decision": p["decision"], "reviewed": p["reviewed"]}
+            s.calls[p["call_id"]].answered_by = p.get("answered_by", "")
+        elif k == "question_response":
+            s.calls[p["call_id"]].answer = {"answer": p["answer"]}
+            s.calls[p["call_id"]].answered_by = p.get("answered_by", "")
+        elif k == "action_started":
+            s.calls[p["call_id"]].started = p.get("attempt", 1)
+            s.calls[p["call_id"]].finished = None
+        elif k == "action_finished":
+            s.calls[p["call_id"]].finished = p
+        elif k == "completion_requested":
+            s.calls[p["call_id"]].completion = p
+        elif k == "turn_ambiguous":
+            s.ambiguous_call = p["call_id"]
+        elif k == "quarantine_resolved":
+            s.calls[p["call_id"]].resolution = p["resolution"]
+            s.ambiguous_call = ""
+            if p["resolution"] == "abandon":
+                s.ended = "turn_abandoned"
+        elif k == "turn_retried":
+            s.retries += 1
+        elif k in ENDING_KINDS:
+            s.ended = k
+    return s
+
+
+def call_result(call: CallState) -> Any:
+    """The result the model sees for a resolved call."""
+    if call.completion is not None:
+        return {"completed": call.completion["outcome"] == "completed", "reason": call.completion.get("reason", "")}
+    if call.resolution == "done" and call.finished is None:
+        return {"status": "done", "note": "confirmed by staff after an interruption"}
+    if call.answer is not None and "decision" in call.answer and call.answer["decision"] == "deny":
+        return {"denied": True, "answered_by": call.answered_by}
+    if call.finished is not None:
+        return call.finished.get("output") if call.finished["ok"] else {"error": call.finished.get("error", "failed")}
+    if call.answer is not None:
+        return call.answer.get("output", call.answer)
+    return None
+
+
+def past_rounds(state: TurnState) -> list[PastRound]:
+    return [
+        PastRound(
+            text=r.text,
+            calls=[ToolCall(c, state.calls[c].tool, state.calls[c].arguments) for c in r.call_ids],
+            results={c: call_result(state.calls[c]) for c in r.call_ids},
+        )
+        for r in state.rounds
+        if not r.closing
+    ]
+
+
+# --- steps -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallModel:
+    closing: bool = False
+
+
+@dataclass(frozen=True)
+class RequestClient:
+    calls: list[CallState]
+
+
+@dataclass(frozen=True)
+class RunAction:
+    call: CallState
+    tool: dict[str, Any] | None
+    attempt: int
+
+
+@dataclass(frozen=True)
+class Ambiguous:
+    call: CallState
+
+
+@dataclass(frozen=True)
+class EvaluateCompletion:
+    call: CallState
+    outcome: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Finish:
+    text: str
+    fallback: bool = False
+    complete_conversation: bool = False
+
+
+@dataclass(frozen=True)
+class Wait:
+    pass
+
+
+@dataclass(frozen=True)
+class Done:
+    pass
+
+
+Step = CallModel | RequestClient | RunAction | Ambiguous | EvaluateCompletion | Finish | Wait | Done
+
+
+def effective_budget(deployment: int, config: dict[str, Any], state: TurnState) -> int:
+    """The lowest of the deployment, assistant and ingress-directive step budgets."""
+    budgets = [deployment, config.get("step_budget", deployment)]
+    if state.step_budget:
+        budgets.append(state.step_budget)
+    return max(1, min(budgets))
+
+
+def _client_kind(config: dict[str, Any], call: CallState) -> bool:
+    if call.tool == "ask_question":
+        return True
+    tool = tool_by_name(config, call.tool)
+    return tool is not None and tool["kind"] == "client"
+
+
+def next_step(state: TurnState, config: dict[str, Any], budget: int) -> Step:
+    """Decide a turn's next step from what its log says so far."""
+    if state.ended or state.ambiguous_call:
+        return Done()
+    last_text = next((r.text for r in reversed(state.rounds) if r.text), "")
+    if any(r.closing for r in state.rounds):
+        return Finish(last_text or FALLBACK_REPLY, fallback=not last_text)
+    if not state.rounds:
+        return CallModel()
+    last = state.rounds[-1]
+    requests: list[CallState] = []
+    runnable: RunAction | None = None
+    pending = False
+    completion: CallState | None = None
+    for call_id in last.call_ids:
+        call = state.calls[call_id]
+        tool = tool_by_name(config, call.tool)
+        if call.tool == "complete_conversation":
+            completion = completion or call
+            continue
+        if _client_kind(config, call):
+            if not call.requested:
+                requests.append(call)
+            elif call.answer is None:
+                pending = True
+            continue
+        if tool is None:
+            if call.finished is None and runnable is None:
+                runnable = RunAction(call, None, 1)
+            continue
+        if tool.get("requires_approval"):
+            if not call.requested:
+                requests.append(call)
+                continue
+            if call.answer is None:
+                pending = True
+                continue
+            if call.answer["decision"] == "deny":
+                continue
+        if call.finished is not None or call.resolution == "done":
+            continue
+        side_effecting = ACTIONS[tool["action"]].side_effecting if tool.get("action") in ACTIONS else False
+        if call.started and side_effecting and call.resolution != "not_done_retry":
+            return Ambiguous(call)
+        if runnable is None:
+            runnable = RunAction(call, tool, call.started + 1)
+    if requests:
+        return RequestClient(requests)
+    if runnable is not None:
+        return runnable
+    if pending:
+        return Wait()
+    if completion is not None:
+        if completion.completion is None:
+            outcome, reason = completion_outcome(config, state, last, completion)
+            return EvaluateCompletion(completion, outcome, reason)
+        if completion.completion["outcome"] == "completed":
+            return Finish(last.text or last_text, complete_conversation=True)
+    if not last.call_ids or len(state.rounds) >= budget:
+        if last_text:
+            return Finish(last_text)
+        return CallModel(closing=True)
+    return CallModel()
+
+
+def completion_outcome(config: dict[str, Any], state: TurnState, last: RoundState, call: CallState) -> tuple[str, str]:
+    """
+    Apply the completion rule at the end of the model round that asked for it.
+
+    Completed only when the assistant allows it, no client action is pending, and
+    `complete_conversation` is the final executed server tool of the run.
+    """
+    if not config.get("allow_conversation_completion"):
+        return "not_completed", "completion is not enabled for this assistant"
+    if state.mode != "agent":
+        return "not_completed", "only agent conversations can be completed"
+    others = [state.calls[c] for c in last.call_ids if c != call.call_id]
+    if any(_client_kind(config, c) or (tool_by_name(config, c.tool) or {}).get("requires_approval") for c in others):
+        return "not_completed", "a client action is pending"
+    position = last.call_ids.index(call.call_id)
+    if any(state.calls[c].tool != "complete_conversation" for c in last.call_ids[position + 1 :]):
+        return "not_completed", "complete_conversation must be the final tool of the run"
+    return "completed", ""

@@ -1,0 +1,30 @@
+"""Telling every open client of a conversation that its log moved on."""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+log = logging.getLogger(__name__)
+
+
+def group_name(conversation_id: str) -> str:
+    return f"conversation.{conversation_id}"
+
+
+def state_changed(conversation_id: str, seq: int) -> None:
+    """
+    Announce a new log head to the conversation's group.
+
+    Best effort by design: the channel layer may drop messages, and clients resynchronise from the
+    database by `seq`, so a failed send loses nothing.
+    """
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group_name(conversation_id), {"type": "state.changed", "seq": seq})
+    except Exception:  # noqa: BLE001 - a push failure must never undo or fail a committed write
+        log.warning("push to conversation %s failed; clients will resync by seq", conversation_id, exc_info=True)

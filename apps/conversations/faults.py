@@ -1,0 +1,31 @@
+"""
+Fault injection for crash tests: `WAYPOINT_FAULT_AT=<boundary>` hard-exits the process there.
+
+Unset, `reach` is one comparison of two strings.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.conf import settings
+
+BOUNDARIES = (
+    "before_batch_one",
+    "after_batch_one",
+    "after_model_round",
+    "during_action",
+    "after_result_accepted",
+    "before_batch_two",
+    "after_batch_two",
+)
+
+_FAULT_AT = settings.WAYPOINT_FAULT_AT
+if _FAULT_AT and _FAULT_AT not in BOUNDARIES:
+    raise ValueError(f"WAYPOINT_FAULT_AT={_FAULT_AT!r} is not one of {BOUNDARIES}")
+
+
+def reach(boundary: str) -> None:
+    """Die here, without any cleanup, if this is the configured boundary."""
+    if boundary == _FAULT_AT:
+        os._exit(137)

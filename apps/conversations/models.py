@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+
+class Conversation(models.Model):
+    """The `conversations` store: identity, lifecycle, metadata and message count."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    assistant = models.ForeignKey("agent.Assistant", on_delete=models.PROTECT, related_name="conversations")
+    status = models.CharField(max_length=20, default="active")  # active | completed
+    completed_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    message_count = models.PositiveIntegerField(default=0)
+    visibility = models.CharField(max_length=20, default="private")  # private | shared
+    owner = models.CharField(max_length=300, blank=True)
+    last_turn_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    # The log head: not part of the projection, the pointer batch one checks against.
+    head_seq = models.PositiveIntegerField(default=0)
+    head_hash = models.CharField(max_length=64, default="0" * 64)
+
+    class Meta:
+        db_table = "conversations"
+        indexes = [models.Index(fields=["-created_at"], name="conversation_recent")]
+
+    def __str__(self) -> str:
+        return f"conv-{self.id}"
+
+    @property
+    def partition(self) -> str:
+        return f"conv-{self.id}"
+
+
+class ChatMessage(models.Model):
+    """The `chat_messages` store: actual user and assistant messages, nothing else."""
+
+    id = models.CharField(primary_key=True, max_length=40)
+    conversation = models.ForeignKey(Conversation, on_delete=models.PROTECT, related_name="messages")
+    turn_id = models.CharField(max_length=40)
+    role = models.CharField(max_length=20)  # user | assistant
+    text = models.TextField()
+    author = models.CharField(max_length=300, blank=True)
+    seq = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "chat_messages"
+        indexes = [models.Index(fields=["conversation", "seq"], name="message_by_seq")]
+
+
+class ConversationToken(models.Model):
+    """A revocable grant of one persona's access to one conversation (the `?token=` of a link)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="tokens")
+    persona = models.CharField(max_length=300)
+    edge = models.CharField(max_length=20, default="link")
+    permissions = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+
+class Lease(models.Model):
+    """
+    The single-writer lease of a conversation across server processes.
+
+    `version` increases on every acquisition; writes made under a lease check it (a fencing token),
+    so a process whose lease expired cannot append after another took over.
+    """
+
+    conversation = models.OneToOneField(Conversation, on_delete=models.CASCADE, primary_key=True, related_name="lease")
+    holder = models.CharField(max_length=100, blank=True)
+    version = models.PositiveBigIntegerField(default=0)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+
+class IdempotencyRecord(models.Model):
+    """The response given to the first request that carried an `Idempotency-Key`."""
+
+    scope = models.CharField(max_length=200)
+    key = models.CharField(max_length=200)
+    request_hash = models.CharField(max_length=64)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, null=True)
+    status_code = models.PositiveSmallIntegerField()
+    response = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scope", "key"], name="idempotency_unique_key")]

@@ -1,0 +1,276 @@
+"""
+The event kinds of a conversation's log.
+
+Pure: no Django. Each kind is a frozen dataclass whose fields are its payload; the log stores
+`kind` and `payload` and turns them back into these classes with `decode`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class EventKind:
+    kind: ClassVar[str] = ""
+
+    def payload(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+KINDS: dict[str, type[EventKind]] = {}
+
+
+def _kind(name: str):
+    def register(cls: type[EventKind]) -> type[EventKind]:
+        cls.kind = name
+        KINDS[name] = cls
+        return cls
+
+    return register
+
+
+@_kind("conversation_started")
+@dataclass(frozen=True)
+class ConversationStarted(EventKind):
+    assistant_id: str
+    metadata: dict = field(default_factory=dict)
+    visibility: str = "private"
+    owner: str = ""
+    participants: list = field(default_factory=list)
+
+
+@_kind("turn_dispatched")
+@dataclass(frozen=True)
+class TurnDispatched(EventKind):
+    run_id: str
+    message_id: str = ""
+    text: str = ""
+    edge: str = "api"
+    caller: str = ""
+    participants: list = field(default_factory=list)
+    continuation: bool = False
+    mode: str = "agent"
+    idempotency_key: str = ""
+
+
+@_kind("ingress_directive")
+@dataclass(frozen=True)
+class IngressDirective(EventKind):
+    run_id: str
+    edge: str
+    step_budget: int | None = None
+    required_approver: str = ""
+
+
+@_kind("model_round")
+@dataclass(frozen=True)
+class ModelRound(EventKind):
+    run_id: str
+    round: int
+    text: str = ""
+    calls: list = field(default_factory=list)  # [{"call_id", "tool", "arguments"}]
+    usage: dict = field(default_factory=dict)
+    closing: bool = False
+
+
+@_kind("tool_call_requested")
+@dataclass(frozen=True)
+class ToolCallRequested(EventKind):
+    run_id: str
+    call_id: str
+    tool: str
+    arguments: dict
+    tool_kind: str  # server | client | builtin
+
+
+@_kind("action_started")
+@dataclass(frozen=True)
+class ActionStarted(EventKind):
+    run_id: str
+    call_id: str
+    tool: str
+    action: str
+    arguments: dict
+    side_effecting: bool
+    idempotency_key: str
+    attempt: int = 1
+
+
+@_kind("action_finished")
+@dataclass(frozen=True)
+class ActionFinished(EventKind):
+    run_id: str
+    call_id: str
+    tool: str
+    ok: bool
+    output: Any = None
+    error: str = ""
+
+
+@_kind("client_action_requested")
+@dataclass(frozen=True)
+class ClientActionRequested(EventKind):
+    run_id: str
+    call_id: str
+    tool: str
+    arguments: dict
+    expires_at: str = ""
+
+
+@_kind("client_result_accepted")
+@dataclass(frozen=True)
+class ClientResultAccepted(EventKind):
+    run_id: str
+    call_id: str
+    tool: str
+    output: Any
+    answered_by: str = ""
+    run_resumes: bool = False
+
+
+@_kind("approval_request")
+@dataclass(frozen=True)
+class ApprovalRequest(EventKind):
+    run_id: str
+    call_id: str
+    tool: str
+    arguments: dict
+    required_approver: str = ""
+
+
+@_kind("approval_response")
+@dataclass(frozen=True)
+class ApprovalResponse(EventKind):
+    run_id: str
+    call_id: str
+    decision: str  # approve | deny
+    reviewed: dict
+    answered_by: str = ""
+    run_resumes: bool = False
+
+
+@_kind("question_request")
+@dataclass(frozen=True)
+class QuestionRequest(EventKind):
+    run_id: str
+    call_id: str
+    question: str
+    arguments: dict = field(default_factory=dict)
+
+
+@_kind("question_response")
+@dataclass(frozen=True)
+class QuestionResponse(EventKind):
+    run_id: str
+    call_id: str
+    answer: str
+    answered_by: str = ""
+    run_resumes: bool = False
+
+
+@_kind("completion_requested")
+@dataclass(frozen=True)
+class CompletionRequested(EventKind):
+    run_id: str
+    call_id: str
+    outcome: str  # completed | not_completed
+    reason: str = ""
+
+
+@_kind("turn_complete")
+@dataclass(frozen=True)
+class TurnComplete(EventKind):
+    run_id: str
+    message_id: str
+    text: str
+    fallback: bool = False
+
+
+@_kind("turn_failed")
+@dataclass(frozen=True)
+class TurnFailed(EventKind):
+    run_id: str
+    error: str
+
+
+@_kind("turn_expired")
+@dataclass(frozen=True)
+class TurnExpired(EventKind):
+    run_id: str
+    call_ids: list = field(default_factory=list)
+
+
+@_kind("turn_ambiguous")
+@dataclass(frozen=True)
+class TurnAmbiguous(EventKind):
+    run_id: str
+    call_id: str
+    tool: str
+    idempotency_key: str
+
+
+@_kind("turn_interrupted")
+@dataclass(frozen=True)
+class TurnInterrupted(EventKind):
+    run_id: str
+    reason: str
+
+
+@_kind("turn_retried")
+@dataclass(frozen=True)
+class TurnRetried(EventKind):
+    run_id: str
+    attempt: int
+    after_seq: int
+
+
+@_kind("quarantine_resolved")
+@dataclass(frozen=True)
+class QuarantineResolved(EventKind):
+    run_id: str
+    call_id: str
+    resolution: str  # done | not_done_retry | abandon
+    note: str = ""
+
+
+@_kind("conversation_completed")
+@dataclass(frozen=True)
+class ConversationCompleted(EventKind):
+    run_id: str
+
+
+@_kind("repair")
+@dataclass(frozen=True)
+class Repair(EventKind):
+    removed: list  # [{"seq", "reason"}]
+    reason: str = ""
+
+
+def decode(kind: str, payload: dict[str, Any]) -> EventKind:
+    """
+    Turn a stored kind and payload back into its dataclass.
+
+    Unknown payload keys are ignored so that older code can read newer logs.
+    :raises KeyError: the kind is unknown
+    """
+    cls = KINDS[kind]
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in payload.items() if k in names})
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One stored event: its position in the log, its attribution and its decoded body."""
+
+    seq: int
+    kind: str
+    turn_id: str
+    actor: str
+    created_at: str
+    payload: dict[str, Any]
+
+    @property
+    def body(self) -> EventKind:
+        return decode(self.kind, self.payload)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class WidgetConfig(AppConfig):
+    name = "apps.widget"
+    label = "widget"

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+
+from apps.conversations import queries, tokens
+from apps.conversations.broadcast import group_name
+from apps.widget.presenters import page_state
+
+
+class ConversationConsumer(AsyncWebsocketConsumer):
+    """
+    Pushes a conversation's state to one open client on every commit.
+
+    `format=html` gets the page's out-of-band fragments (htmx ws extension); otherwise a JSON
+    `state` message. Pushes carry the whole current state read from the database, so a dropped
+    message is repaired by the next one and a reconnect with `after_seq` catches up.
+    """
+
+    async def connect(self) -> None:
+        self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
+        query = parse_qs(self.scope["query_string"].decode())
+        self.format = query.get("format", ["json"])[0]
+        self.token = query.get("token", [""])[0]
+        after = query.get("after_seq", ["0"])[0]
+        self.after_seq = int(after) if after.isdigit() else 0
+        grant = await database_sync_to_async(tokens.resolve)(self.token) if self.token else None
+        if grant is None or grant.conversation_id != str(self.conversation_id) or not grant.allows("view"):
+            await self.close(code=4403)
+            return
+        self.last_sent = -1
+        await self.channel_layer.group_add(group_name(self.conversation_id), self.channel_name)
+        await self.accept()
+        await self.push()
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "last_sent", None) is not None:
+            await self.channel_layer.group_discard(group_name(self.conversation_id), self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        # Clients only ever ask for a resync; everything else goes through HTTP.
+        await self.push()
+
+    async def state_changed(self, event: dict) -> None:
+        if event.get("seq", 0) > self.last_sent:
+            await self.push()
+
+    async def push(self) -> None:
+        text, seq = await database_sync_to_async(self._render)()
+        if text is None:
+            await self.close(code=4404)
+            return
+        self.last_sent = seq
+        await self.send(text_data=text)
+
+    def _render(self) -> tuple[str | None, int]:
+        conversation = queries.conversation_for(self.conversation_id)
+        if conversation is None:
+            return None, 0
+        state = queries.conversation_state(conversation, after_seq=0 if self.format == "html" else self.after_seq)
+        if self.format == "html":
+            state = page_state(state, conversation.assistant.config)
+            html = render_to_string("widget/live.html", {"state": state, "assistant": conversation.assistant, "token": self.token})
+            return html, state["seq"]
+        return json.dumps({"type": "state", "seq": state["seq"], "state": state}), state["seq"]

@@ -1,0 +1,79 @@
+"""Turning a conversation's state into what its page shows: sanitised markdown and card fields."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import nh3
+from django.utils.safestring import mark_safe
+from markdown_it import MarkdownIt
+
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+_TAGS = {"p", "br", "strong", "em", "code", "pre", "ul", "ol", "li", "a", "blockquote", "h1", "h2", "h3", "h4",
+         "table", "thead", "tbody", "tr", "th", "td", "hr", "del"}
+
+
+def render_markdown(text: str) -> str:
+    """Render model or user text as markdown with raw HTML off, then sanitise what remains."""
+    html = _markdown.render(text)
+    return nh3.clean(
+        html,
+        tags=_TAGS,
+        attributes={"a": {"href", "title"}},
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )
+
+
+_INPUT_TYPES = {"date": "date", "email": "email", "uri": "url", "date-time": "datetime-local"}
+
+
+def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Form fields for a client tool's JSON-schema parameters (flat objects of scalars)."""
+    props = (schema or {}).get("properties") or {}
+    required = set((schema or {}).get("required") or [])
+    fields = []
+    for name, spec in props.items():
+        spec = spec if isinstance(spec, dict) else {}
+        kind = spec.get("type", "string")
+        input_type = "number" if kind in ("number", "integer") else _INPUT_TYPES.get(spec.get("format", ""), "text")
+        fields.append(
+            {"name": name, "label": spec.get("title") or name.replace("_", " ").capitalize(), "input_type": input_type,
+             "required": name in required or len(props) == 1, "type": kind}
+        )
+    if not fields:
+        fields.append({"name": "value", "label": "Value", "input_type": "text", "required": True, "type": "string"})
+    return fields
+
+
+def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """Add the display fields the templates need to a `conversation_state`."""
+    tools = {t["name"]: t for t in config.get("tools", [])}
+    for message in state["messages"]:
+        message["html"] = mark_safe(render_markdown(message["text"]))  # noqa: S308 - sanitised by nh3 above
+    for call in state["pending_client_actions"]:
+        tool = tools.get(call["tool"], {})
+        call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
+        call["arguments_json"] = json.dumps(call["arguments"], sort_keys=True)
+        call["answered_by_application"] = tool.get("answered_by") == "application"
+        call["title"] = call["arguments"].get("label") or tool.get("description") or call["tool"].replace("_", " ").capitalize()
+        call["fields"] = form_fields(tool.get("parameters", {}))
+    return state
+
+
+def form_output(fields: list[dict[str, Any]], data) -> dict[str, Any]:
+    """Read a client-action form post back into the tool's output object."""
+    out: dict[str, Any] = {}
+    for field in fields:
+        raw = data.get(f"field.{field['name']}", "")
+        if field["type"] in ("number", "integer") and raw != "":
+            try:
+                out[field["name"]] = int(raw) if field["type"] == "integer" else float(raw)
+            except ValueError:
+                out[field["name"]] = raw
+        else:
+            out[field["name"]] = raw
+    if list(out) == ["value"]:
+        return {"value": out["value"]}
+    return out

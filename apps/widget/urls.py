@@ -1,0 +1,14 @@
+from django.urls import path
+
+from apps.widget import views
+
+app_name = "widget"
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("start", views.start, name="start"),
+    path("c/<uuid:conversation_id>", views.conversation_page, name="conversation"),
+    path("c/<uuid:conversation_id>/live", views.live, name="live"),
+    path("c/<uuid:conversation_id>/send", views.send, name="send"),
+    path("c/<uuid:conversation_id>/answer", views.answer, name="answer"),
+    path("c/<uuid:conversation_id>/continue", views.continue_view, name="continue"),
+]

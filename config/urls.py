@@ -1,0 +1,10 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from apps.widget import demo_views
+
+urlpatterns = [
+    path("staff/admin/", admin.site.urls),
+    path("demo/hooks/refund", demo_views.refund_hook, name="demo-refund-hook"),
+    path("", include("apps.widget.urls")),
+]

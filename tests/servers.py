@@ -1,0 +1,142 @@
+"""Real server processes for crash, multi-process and browser tests: a fresh database, Daphne on a free port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def base_database_url() -> str:
+    return os.environ.get("DATABASE_URL", "")
+
+
+def is_postgres() -> bool:
+    return base_database_url().startswith(("postgres://", "postgresql://"))
+
+
+class ServerDatabase:
+    """A database of its own for server processes, created empty and migrated, dropped at the end."""
+
+    def __init__(self, label: str):
+        self.label = f"wp_{label}_{uuid.uuid4().hex[:8]}"
+        self.tmp = tempfile.TemporaryDirectory(prefix="waypoint-")
+        if is_postgres():
+            base = base_database_url().rsplit("/", 1)[0]
+            self.url = f"{base}/{self.label}"
+            self._admin(f'CREATE DATABASE "{self.label}"')
+        else:
+            self.url = f"sqlite:///{self.tmp.name}/db.sqlite3"
+        self.env = {
+            "DATABASE_URL": self.url,
+            "WAYPOINT_DATA_DIR": self.tmp.name,
+            "DJANGO_SECRET_KEY": "test-" + uuid.uuid4().hex,
+            "WAYPOINT_SIGNING_KEY": "",
+            "DEBUG": "0",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "SECURE_COOKIES": "0",
+            "SECURE_HSTS_SECONDS": "0",
+            "WAYPOINT_WEBHOOK_ALLOW_PRIVATE": "1",
+            "WAYPOINT_RUNNER": "thread",
+            "WAYPOINT_LEASE_SECONDS": "3",
+            "WAYPOINT_RECOVERY_INTERVAL_SECONDS": "0.5",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.manage("migrate", "--noinput", "-v0")
+
+    def _admin(self, sql: str) -> None:
+        import psycopg
+
+        base = base_database_url().rsplit("/", 1)[0]
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+            conn.execute(sql)
+
+    def manage(self, *args: str, env: dict | None = None) -> str:
+        result = subprocess.run(
+            [PYTHON, "manage.py", *args], cwd=ROOT, env={**os.environ, **self.env, **(env or {})},
+            capture_output=True, text=True, timeout=120,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+        return result.stdout
+
+    def drop(self) -> None:
+        if is_postgres():
+            self._admin(f'DROP DATABASE IF EXISTS "{self.label}" WITH (FORCE)')
+        self.tmp.cleanup()
+
+
+class DaphneServer:
+    """One real Daphne process serving Waypoint; `kill()` is a SIGKILL, nothing is cleaned up."""
+
+    def __init__(self, database: ServerDatabase, *, env: dict | None = None, port: int | None = None):
+        self.database = database
+        self.port = port or free_port()
+        self.extra_env = env or {}
+        self.proc: subprocess.Popen | None = None
+        self.log_path = Path(database.tmp.name) / f"daphne-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, *, env: dict | None = None, wait: bool = True) -> DaphneServer:
+        environment = {**os.environ, **self.database.env, **self.extra_env, **(env or {})}
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"],
+            cwd=ROOT, env=environment, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc and self.proc.poll() is not None:
+                raise RuntimeError(f"daphne exited with {self.proc.returncode}:\n{self.output()}")
+            try:
+                if httpx.get(self.url + "/", timeout=1).status_code < 500:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"daphne did not answer on {self.url}:\n{self.output()}")
+
+    def wait_exit(self, timeout: float = 30) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout=timeout)
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
