@@ -187,6 +187,8 @@ WAYPOINT_WEBHOOK_SECRET = env.str("WAYPOINT_WEBHOOK_SECRET", default="") or SECR
 WAYPOINT_WEBHOOK_TIMEOUT_SECONDS = env.float("WAYPOINT_WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 WAYPOINT_OPENAI_API_KEY = env.str("WAYPOINT_OPENAI_API_KEY", default=env.str("OPENAI_API_KEY", default=""))
 WAYPOINT_OPENAI_BASE_URL = env.str("WAYPOINT_OPENAI_BASE_URL", default="")
+# First back-off after a vendor 429/5xx; doubled on each of the three retries.
+WAYPOINT_MODEL_RETRY_SECONDS = env.float("WAYPOINT_MODEL_RETRY_SECONDS", default=0.5)
 # "thread": turns run on the server's worker threads (Daphne); "inline": in the committing thread
 # right after commit, which keeps request-level tests deterministic.
 WAYPOINT_RUNNER = env.str("WAYPOINT_RUNNER", default="inline" if TESTING else "thread")

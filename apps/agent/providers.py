@@ -150,11 +150,13 @@ class OpenAIProvider:
 
     RETRIES = 3
 
-    def __init__(self, config: dict[str, Any], *, api_key: str, base_url: str, client: Any = None, sleep=time.sleep):
+    def __init__(self, config: dict[str, Any], *, api_key: str, base_url: str, retry_seconds: float = 0.5,
+                 client: Any = None, sleep=time.sleep):
         import openai
 
         self.model = config["model"]
         self.sleep = sleep
+        self.retry_seconds = retry_seconds
         self.client = client or openai.OpenAI(
             api_key=api_key or "not-needed", base_url=config.get("base_url") or base_url or None, max_retries=0, timeout=60
         )
@@ -165,7 +167,7 @@ class OpenAIProvider:
         kwargs: dict[str, Any] = {"model": self.model, "messages": openai_messages(request)}
         if request.tools and not request.closing:
             kwargs["tools"] = _openai_tools(request.tools)
-        delay = 0.5
+        delay = self.retry_seconds
         for attempt in range(self.RETRIES + 1):
             try:
                 response = self.client.chat.completions.create(**kwargs)
@@ -206,4 +208,9 @@ def provider_for(config: dict[str, Any]) -> Provider:
     model = config["model"]
     if model["provider"] == "scripted":
         return ScriptedProvider(model)
-    return OpenAIProvider(model, api_key=settings.WAYPOINT_OPENAI_API_KEY, base_url=settings.WAYPOINT_OPENAI_BASE_URL)
+    return OpenAIProvider(
+        model,
+        api_key=settings.WAYPOINT_OPENAI_API_KEY,
+        base_url=settings.WAYPOINT_OPENAI_BASE_URL,
+        retry_seconds=settings.WAYPOINT_MODEL_RETRY_SECONDS,
+    )
