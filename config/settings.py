@@ -189,6 +189,8 @@ WAYPOINT_OPENAI_API_KEY = env.str("WAYPOINT_OPENAI_API_KEY", default=env.str("OP
 WAYPOINT_OPENAI_BASE_URL = env.str("WAYPOINT_OPENAI_BASE_URL", default="")
 # First back-off after a vendor 429/5xx; doubled on each of the three retries.
 WAYPOINT_MODEL_RETRY_SECONDS = env.float("WAYPOINT_MODEL_RETRY_SECONDS", default=0.5)
+# Pause between words when a scripted step simulates streaming (`"stream": true`).
+WAYPOINT_SCRIPTED_STREAM_DELAY_SECONDS = env.float("WAYPOINT_SCRIPTED_STREAM_DELAY_SECONDS", default=0.0 if TESTING else 0.08)
 # "thread": turns run on the server's worker threads (Daphne); "inline": in the committing thread
 # right after commit, which keeps request-level tests deterministic.
 WAYPOINT_RUNNER = env.str("WAYPOINT_RUNNER", default="inline" if TESTING else "thread")
@@ -196,3 +198,17 @@ WAYPOINT_LEASE_SECONDS = env.float("WAYPOINT_LEASE_SECONDS", default=5.0)
 WAYPOINT_RECOVERY_INTERVAL_SECONDS = env.float("WAYPOINT_RECOVERY_INTERVAL_SECONDS", default=1.0)
 WAYPOINT_FAULT_AT = env.str("WAYPOINT_FAULT_AT", default="")
 WAYPOINT_LOAD_DEMO = env.bool("WAYPOINT_LOAD_DEMO", default=False)
+
+# --- Staff panel (/staff/) --------------------------------------------------------------------
+INSTALLED_APPS += ["axes", "apps.staff"]
+# Last, as django-axes asks: it turns a locked-out login into its lockout response.
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# Brute-force protection of the staff and admin logins: after this many failures a username, and
+# separately an address, is refused until the cool-off has passed (a success resets the count).
+AXES_FAILURE_LIMIT = env.int("WAYPOINT_STAFF_LOGIN_FAILURES", default=5)
+# A float is hours for django-axes.
+AXES_COOLOFF_TIME = env.int("WAYPOINT_STAFF_LOCKOUT_MINUTES", default=15) / 60
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "staff/locked_out.html"

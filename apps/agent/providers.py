@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -29,7 +30,6 @@ class ModelRound:
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
-    chunks: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -55,16 +55,25 @@ class ModelFailed(Exception):
     """The model could not produce a round; the message is safe to show."""
 
 
+# Called with the text of the current round so far, while a streaming provider produces it.
+DraftSink = Callable[[str], None]
+
+
+def _no_draft(text: str) -> None:
+    pass
+
+
 class Provider(Protocol):
-    def complete(self, request: ModelRequest) -> ModelRound: ...
+    def complete(self, request: ModelRequest, on_draft: DraftSink = _no_draft) -> ModelRound: ...
 
 
 class ScriptedProvider:
     """A rule-based model: the first rule whose `match` is found in the message; one step per round."""
 
-    def __init__(self, config: dict[str, Any]):
+    def __init__(self, config: dict[str, Any], *, stream_delay: float = 0.0):
         self.rules = config.get("rules", [])
         self.fallback = config.get("fallback", [{"say": "You said: {message}"}])
+        self.stream_delay = stream_delay
 
     def _steps(self, message: str) -> list[dict[str, Any]]:
         for rule in self.rules:
@@ -72,7 +81,7 @@ class ScriptedProvider:
                 return rule["steps"]
         return self.fallback
 
-    def complete(self, request: ModelRequest) -> ModelRound:
+    def complete(self, request: ModelRequest, on_draft: DraftSink = _no_draft) -> ModelRound:
         if request.closing:
             tried = [c.tool for r in request.rounds for c in r.calls]
             if not tried:
@@ -97,8 +106,25 @@ class ScriptedProvider:
             ToolCall(call_id=f"call_{index + 1}_{i + 1}", tool=spec["call"], arguments=dict(spec.get("arguments", {})))
             for i, spec in enumerate(specs)
         ]
-        chunks = re.findall(r"\S+\s*", text) if step.get("stream") else []
-        return ModelRound(text=text, calls=calls, usage={"rounds": 1}, chunks=chunks)
+        if step.get("stream"):
+            # Simulates a streaming vendor: the round's text arrives word by word.
+            so_far = ""
+            for chunk in re.findall(r"\S+\s*", text):
+                so_far += chunk
+                on_draft(so_far)
+                time.sleep(self.stream_delay)
+        return ModelRound(text=text, calls=calls, usage={"rounds": 1})
+
+
+def _arguments(raw: str | None) -> dict[str, Any]:
+    try:
+        arguments = json.loads(raw or "{}")
+        if not isinstance(arguments, dict):
+            raise ValueError
+    except ValueError:
+        # A malformed call becomes a call whose result tells the model so; it can retry.
+        return {"_malformed_arguments": raw}
+    return arguments
 
 
 def _openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -155,22 +181,28 @@ class OpenAIProvider:
         import openai
 
         self.model = config["model"]
+        self.stream = bool(config.get("stream"))
         self.sleep = sleep
         self.retry_seconds = retry_seconds
         self.client = client or openai.OpenAI(
             api_key=api_key or "not-needed", base_url=config.get("base_url") or base_url or None, max_retries=0, timeout=60
         )
 
-    def complete(self, request: ModelRequest) -> ModelRound:
+    def complete(self, request: ModelRequest, on_draft: DraftSink = _no_draft) -> ModelRound:
         import openai
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": openai_messages(request)}
+        if self.stream:
+            kwargs["stream"] = True
+            kwargs["stream_options"] = {"include_usage": True}
         if request.tools and not request.closing:
             kwargs["tools"] = _openai_tools(request.tools)
         delay = self.retry_seconds
         for attempt in range(self.RETRIES + 1):
             try:
                 response = self.client.chat.completions.create(**kwargs)
+                if self.stream:
+                    return self._collect(response, on_draft)
                 break
             except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
                 if attempt == self.RETRIES:
@@ -182,16 +214,7 @@ class OpenAIProvider:
         if not response.choices:
             raise ModelFailed("The model returned no answer.")
         message = response.choices[0].message
-        calls = []
-        for tc in message.tool_calls or []:
-            try:
-                arguments = json.loads(tc.function.arguments or "{}")
-                if not isinstance(arguments, dict):
-                    raise ValueError
-            except ValueError:
-                # A malformed call becomes a call whose result tells the model so; it can retry.
-                arguments = {"_malformed_arguments": tc.function.arguments}
-            calls.append(ToolCall(call_id=tc.id, tool=tc.function.name, arguments=arguments))
+        calls = [ToolCall(call_id=tc.id, tool=tc.function.name, arguments=_arguments(tc.function.arguments)) for tc in message.tool_calls or []]
         usage = {}
         if response.usage is not None:
             usage = {
@@ -200,6 +223,27 @@ class OpenAIProvider:
             }
         return ModelRound(text=message.content or "", calls=calls, usage=usage)
 
+    def _collect(self, stream, on_draft: DraftSink) -> ModelRound:
+        """Assemble a streamed answer, passing the text so far to `on_draft` as it grows."""
+        text = ""
+        parts: dict[int, dict[str, str]] = {}
+        usage: dict[str, int] = {}
+        for chunk in stream:
+            if chunk.usage is not None:
+                usage = {"prompt_tokens": chunk.usage.prompt_tokens or 0, "completion_tokens": chunk.usage.completion_tokens or 0}
+            for choice in chunk.choices:
+                delta = choice.delta
+                if delta.content:
+                    text += delta.content
+                    on_draft(text)
+                for tc in delta.tool_calls or []:
+                    part = parts.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                    part["id"] = tc.id or part["id"]
+                    if tc.function is not None:
+                        part["name"] += tc.function.name or ""
+                        part["arguments"] += tc.function.arguments or ""
+        calls = [ToolCall(call_id=p["id"], tool=p["name"], arguments=_arguments(p["arguments"])) for _, p in sorted(parts.items())]
+        return ModelRound(text=text, calls=calls, usage=usage)
 
 def provider_for(config: dict[str, Any]) -> Provider:
     """Build the provider an assistant configuration names."""
@@ -207,7 +251,7 @@ def provider_for(config: dict[str, Any]) -> Provider:
 
     model = config["model"]
     if model["provider"] == "scripted":
-        return ScriptedProvider(model)
+        return ScriptedProvider(model, stream_delay=settings.WAYPOINT_SCRIPTED_STREAM_DELAY_SECONDS)
     return OpenAIProvider(
         model,
         api_key=settings.WAYPOINT_OPENAI_API_KEY,

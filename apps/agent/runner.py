@@ -17,6 +17,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
@@ -26,7 +27,7 @@ from apps.actions.registry import ACTIONS, ActionCall, ActionError
 from apps.agent import turns
 from apps.agent.config import BUILTIN_TOOLS
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
-from apps.conversations import faults, lease
+from apps.conversations import broadcast, faults, lease
 from apps.conversations.actions import new_id
 from apps.conversations.models import ChatMessage, Conversation, Lease
 from apps.ledger import store
@@ -187,7 +188,7 @@ def execute_run(run: WorkflowLog, held: lease.Held) -> None:
                 history=history, message=message, rounds=turns.past_rounds(state), tools=tools, closing=step.closing
             )
             try:
-                answer = provider.complete(request)
+                answer = provider.complete(request, on_draft=partial(broadcast.draft_changed, cid, run.run_id, events[-1].seq))
             except ModelFailed as exc:
                 _append(cid, run.turn_id, [TurnFailed(run_id=run.run_id, error=str(exc))], held)
                 return

@@ -28,3 +28,19 @@ def state_changed(conversation_id: str, seq: int) -> None:
         async_to_sync(layer.group_send)(group_name(conversation_id), {"type": "state.changed", "seq": seq})
     except Exception:  # noqa: BLE001 - a push failure must never undo or fail a committed write
         log.warning("push to conversation %s failed; clients will resync by seq", conversation_id, exc_info=True)
+
+
+def draft_changed(conversation_id: str, run_id: str, after_seq: int, text: str) -> None:
+    """
+    Show the text of the model round in progress to every open client.
+
+    Transient: never stored; the next state push (a committed step) withdraws it. `after_seq` is
+    the log head the round started from, so a client already showing a later state drops it.
+    """
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group_name(conversation_id), {"type": "draft.changed", "run_id": run_id, "after_seq": after_seq, "text": text})
+    except Exception:  # noqa: BLE001 - a lost draft is harmless: the committed text follows
+        log.warning("draft push to conversation %s failed", conversation_id, exc_info=True)
