@@ -212,3 +212,6 @@ AXES_COOLOFF_TIME = env.int("WAYPOINT_STAFF_LOCKOUT_MINUTES", default=15) / 60
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "staff/locked_out.html"
+
+# --- Operations: /healthz and /readyz for load balancers and Kubernetes probes (deploy/) -------
+INSTALLED_APPS += ["apps.ops"]

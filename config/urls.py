@@ -6,5 +6,6 @@ from apps.widget import demo_views
 urlpatterns = [
     path("staff/admin/", admin.site.urls),
     path("demo/hooks/refund", demo_views.refund_hook, name="demo-refund-hook"),
+    path("", include("apps.ops.urls")),
     path("", include("apps.widget.urls")),
 ]
