@@ -213,5 +213,24 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "staff/locked_out.html"
 
+# --- Public API (/v1/) and rate limits ----------------------------------------------------------
+# Self-hosted assets for the browsable API docs at /v1/docs (no CDN: the CSP allows only 'self').
+INSTALLED_APPS += ["ninja"]
+# Rate-limit counters live in the cache: Redis (shared by every process) when REDIS_URL is set. The
+# key prefix names the database, so services on one Redis but different databases never share counts.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache" if REDIS_URL else "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": REDIS_URL or "waypoint",
+        "KEY_PREFIX": "waypoint:" + str(DATABASES["default"].get("NAME", "")),
+    }
+}
+# Fixed windows: requests per window per client address and per API key or conversation token
+# (HTTP API and websocket connects together); 0 disables a limit. Use `daphne --proxy-headers`
+# behind a load balancer so the client address is the real one.
+WAYPOINT_RATE_LIMIT_WINDOW_SECONDS = env.int("WAYPOINT_RATE_LIMIT_WINDOW_SECONDS", default=60)
+WAYPOINT_RATE_LIMIT_PER_IP = env.int("WAYPOINT_RATE_LIMIT_PER_IP", default=1200)
+WAYPOINT_RATE_LIMIT_PER_CREDENTIAL = env.int("WAYPOINT_RATE_LIMIT_PER_CREDENTIAL", default=600)
+
 # --- Operations: /healthz and /readyz for load balancers and Kubernetes probes (deploy/) -------
 INSTALLED_APPS += ["apps.ops"]

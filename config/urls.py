@@ -7,5 +7,6 @@ urlpatterns = [
     path("staff/admin/", admin.site.urls),
     path("demo/hooks/refund", demo_views.refund_hook, name="demo-refund-hook"),
     path("", include("apps.ops.urls")),
+    path("v1/", include("apps.api.urls")),
     path("", include("apps.widget.urls")),
 ]

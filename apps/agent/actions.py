@@ -6,19 +6,19 @@ from typing import Any
 
 from apps.agent.config import ConfigError, check_config
 from apps.agent.models import Assistant
-from apps.conversations.errors import BadInput
+from apps.conversations.errors import InvalidAssistantConfig
 
 
 def create_assistant(*, config: Any, is_demo: bool = False) -> Assistant:
     """
     Validate a configuration and store it as a new assistant.
 
-    :raises BadInput: the configuration is invalid; `details["problems"]` lists why
+    :raises InvalidAssistantConfig: the configuration is invalid; `details["problems"]` lists why
     """
     try:
         clean = check_config(config)
     except ConfigError as exc:
-        raise BadInput("invalid assistant configuration: " + "; ".join(exc.problems), problems=exc.problems) from exc
+        raise InvalidAssistantConfig("invalid assistant configuration: " + "; ".join(exc.problems), problems=exc.problems) from exc
     return Assistant.objects.create(name=clean["name"], config=clean, is_demo=is_demo)
 
 

@@ -20,6 +20,13 @@ class BadInput(WaypointError):
     status = 422
 
 
+class InvalidAssistantConfig(BadInput):
+    """The assistant configuration is not valid; `details["problems"]` lists why."""
+
+    code = "invalid_assistant_config"
+    status = 422
+
+
 class NotFound(WaypointError):
     """Not found."""
 

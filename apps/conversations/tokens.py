@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.core import signing
 
@@ -40,3 +41,8 @@ def resolve(raw: str) -> Grant | None:
     except (signing.BadSignature, KeyError, TypeError, ValueError, ConversationToken.DoesNotExist):
         return None
     return Grant(str(row.id), str(row.conversation_id), row.persona, row.edge, frozenset(row.permissions))
+
+
+def revoke(*, token_id: str, now: datetime) -> bool:
+    """Revoke a token so that it no longer resolves; return whether it was live until now."""
+    return ConversationToken.objects.filter(id=token_id, revoked_at__isnull=True).update(revoked_at=now) > 0

@@ -1,0 +1,225 @@
+"""Request and response bodies of the v1 API; the OpenAPI document is generated from these."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+from apps.api.auth import PERSONA_PATTERN
+from apps.conversations.actions import MAX_MESSAGE_CHARS
+
+Persona = Annotated[
+    str,
+    Field(pattern=PERSONA_PATTERN, description="provider:external_id or provider:scope:external_id", examples=["shop:customer-42"]),
+]
+Message = Annotated[str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS, pattern=r"\S", description="the user message")]
+Seq = Annotated[int, Field(strict=True, ge=0, description="a log position (`seq`)")]
+Permission = Literal["view", "write", "answer_client_actions", "approve"]
+RunStatus = Literal["running", "waiting", "completed", "interrupted", "failed", "expired"]
+ClientActionKind = Literal["client_tool", "approval", "question"]
+
+
+# --- errors -------------------------------------------------------------------------------------
+class AcceptedAnswer(Schema):
+    call_id: str
+    output: Any = Field(description="the accepted output")
+    answered_by: str = Field(description="the persona whose answer was accepted")
+    seq: int | None = Field(description="the log position of the accepted answer")
+    answered_at: str | None
+
+
+class ErrorDetail(Schema):
+    model_config = ConfigDict(extra="allow")
+
+    code: str = Field(description="stable snake_case error code", examples=["not_found"])
+    message: str = Field(description="a human-readable explanation")
+    problems: list[str] | None = Field(None, description="invalid_request, invalid_assistant_config: what is wrong, where")
+    accepted: AcceptedAnswer | None = Field(None, description="action_result_conflict: the answer that was accepted first")
+
+
+class ErrorOut(Schema):
+    error: ErrorDetail
+
+
+# --- assistants ---------------------------------------------------------------------------------
+class AssistantConfigIn(Schema):
+    """An assistant configuration (PRODUCT.md "Assistant configuration"); validated as a whole."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "example": {
+                "name": "Acme support",
+                "allow_conversation_completion": True,
+                "model": {
+                    "provider": "scripted",
+                    "rules": [{"match": "when", "steps": [{"call": "pick_date", "arguments": {}}, {"say": "Booked for {result}."}]}],
+                    "fallback": [{"say": "You said: {message}"}],
+                },
+                "tools": [{"name": "pick_date", "kind": "client"}],
+            }
+        },
+    )
+
+    name: Any = Field(None, description="display name (required)")
+    allow_conversation_completion: Any = Field(None, description="default false")
+    step_budget: Any = Field(None, description="model/tool round trips per turn, 1–64 (default 8)")
+    idle_timeout_seconds: Any = Field(None, description="0 disables idle close")
+    allowed_origins: Any = Field(None, description="origins allowed to embed the widget")
+    model: Any = Field(None, description='{"provider": "scripted", "rules": […], "fallback": […]} or {"provider": "openai", "model": …}')
+    tools: Any = Field(None, description="server and client tools")
+
+
+class AssistantOut(Schema):
+    id: str = Field(description="the assistant id (UUID)")
+    name: str
+
+
+# --- conversations and turns --------------------------------------------------------------------
+class Directive(Schema):
+    """Edge policy recorded with the turn (`ingress_directive`); API keys only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step_budget: Annotated[int, Field(strict=True, ge=1, le=64)] | None = None
+    required_approver: Persona | None = None
+
+
+class StartIn(Schema):
+    assistant: str = Field(description="the assistant id (UUID)")
+    message: Message
+    metadata: dict[str, Any] | None = Field(None, description="stored with the conversation (≤ 16 kB)")
+    persona: Persona | None = Field(None, description="who starts it; defaults to the API key's own identity")
+    directive: Directive | None = None
+
+
+class StartOut(Schema):
+    conversation_id: str
+    turn_id: str
+    run_id: str
+    token: str = Field(description="a conversation token for the persona (Bearer or ?token=)")
+    seq: int = Field(description="the log head after the first turn's batch one")
+
+
+class TurnIn(Schema):
+    message: Message
+    expected_seq: Seq | None = Field(None, description="the head `seq` you saw; a moved head gives 409 turn_conflict")
+    directive: Directive | None = None
+    persona: Persona | None = Field(None, description="API keys only: who sends it")
+
+
+class TurnOut(Schema):
+    conversation_id: str
+    turn_id: str
+    run_id: str
+    seq: int
+
+
+class ResultIn(Schema):
+    call_id: Annotated[str, Field(min_length=1, max_length=100)]
+    output: Any = Field(
+        description='client tool: any JSON; approval: {"decision": "approve"|"deny", "reviewed": {"tool", "arguments"}}; '
+        'question: {"answer": str}'
+    )
+
+
+class ResultsIn(Schema):
+    results: Annotated[list[ResultIn], Field(min_length=1, max_length=100)]
+    persona: Persona | None = Field(None, description="API keys only: who answers")
+
+
+class TokenIn(Schema):
+    persona: Persona
+    permissions: list[Permission] | None = Field(None, description="default: all")
+
+
+class TokenOut(Schema):
+    token: str
+    persona: str
+    permissions: list[str]
+
+
+class RevokeIn(Schema):
+    token: Annotated[str, Field(min_length=1, max_length=500)]
+
+
+class RevokeOut(Schema):
+    revoked: bool
+
+
+# --- state --------------------------------------------------------------------------------------
+class MessageOut(Schema):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    role: Literal["user", "assistant"]
+    text: str
+    turn_id: str
+    author: str
+    seq: int
+    created_at: str | None
+
+
+class PendingClientAction(Schema):
+    model_config = ConfigDict(extra="allow")
+
+    call_id: str
+    kind: ClientActionKind
+    tool: str
+    arguments: dict[str, Any]
+    requested_at: str | None
+
+
+class AnsweredClientAction(PendingClientAction):
+    status: str
+    output: Any
+    answered_by: str
+    answered_at: str | None
+
+
+class ToolSummaryItem(Schema):
+    model_config = ConfigDict(extra="allow")
+
+    tool: str
+    kind: str
+    state: str
+
+
+class ProgressItem(Schema):
+    model_config = ConfigDict(extra="allow")
+
+    text: str
+    at: str | None
+    seq: int | None
+
+
+class StateOut(Schema):
+    """A conversation's messages (committed turns only) and its reconnect fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    conversation_id: str
+    conversation_status: Literal["active", "completed"]
+    completed_at: str | None
+    message_count: int
+    seq: int = Field(description="the log head; also the ETag")
+    messages: list[MessageOut]
+    run_id: str | None
+    run_status: RunStatus | None
+    turn_id: str | None
+    quarantined: bool
+    error: str
+    pending_client_actions: list[PendingClientAction]
+    answered_client_actions: list[AnsweredClientAction]
+    tool_summary: list[ToolSummaryItem]
+    progress: list[ProgressItem]
+
+
+class ResultsOut(Schema):
+    run_id: str
+    accepted: list[str] = Field(description="call ids accepted by this request")
+    already: list[str] = Field(description="call ids whose identical answer had been accepted before")
+    run_resumes: bool = Field(description="every pending call of the run is answered; the run goes on")
+    state: StateOut

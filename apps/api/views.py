@@ -1,0 +1,235 @@
+"""
+The public JSON API v1 (PRODUCT.md "Public HTTP contract"): one domain call per operation.
+
+Mounted at /v1/; the OpenAPI document is /v1/openapi.json and the browsable docs /v1/docs.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.http import parse_etags
+from ninja import Header, NinjaAPI, Query
+from ninja.responses import Status
+
+from apps.agent.actions import create_assistant
+from apps.api import errors, schemas
+from apps.api.auth import AUTH, Principal
+from apps.conversations import actions, queries, tokens
+from apps.conversations.errors import BadInput, Forbidden, NotFound
+
+api = NinjaAPI(
+    title="Waypoint API",
+    version="1",
+    description=(
+        "Durable agent conversations. Authenticate with a workspace API key or a conversation token "
+        "(`Authorization: Bearer …`; a token may also be sent as `?token=`). Every error is "
+        '`{"error": {"code": "<snake_case>", "message": "…"}}`.'
+    ),
+    urls_namespace="v1",
+    auth=AUTH,
+    parser=errors.StrictJsonParser(),
+    openapi_url="/openapi.json",
+    docs_url="/docs",
+)
+errors.install(api)
+api.add_decorator(errors.guard, mode="view")
+
+BAD = {400, 413, 422}
+ERRORS = {401, 403, 404, 409, 429}
+_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
+_RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_SEQ = 2**31 - 1
+
+IdempotencyKey = Header(
+    None, alias="Idempotency-Key", description="retrying with the same key returns the first answer, never a second turn"
+)
+
+
+def _principal(request: HttpRequest) -> Principal:
+    return request.auth  # type: ignore[attr-defined]
+
+
+def _idempotency(principal: Principal, key: str | None, request: dict[str, Any]) -> actions.Idempotency | None:
+    if key is None:
+        return None
+    if not _IDEMPOTENCY_KEY.match(key):
+        raise BadInput("Idempotency-Key must be 1–200 visible ASCII characters")
+    return actions.Idempotency(scope=principal.id, key=key, request=request)
+
+
+def _conversation(principal: Principal, conversation_id: str, permission: str = "view"):
+    try:
+        conversation_id = str(uuid.UUID(conversation_id))
+    except ValueError:
+        raise NotFound("no such conversation") from None
+    principal.check_conversation(conversation_id, permission)
+    conversation = queries.conversation_for(conversation_id)
+    if conversation is None:
+        raise NotFound("no such conversation")
+    return conversation
+
+
+def _check_directive_allowed(principal: Principal, directive: schemas.Directive | None) -> dict | None:
+    if directive is None:
+        return None
+    principal.require_api_key()
+    return directive.model_dump(exclude_none=True)
+
+
+@api.post(
+    "/assistants", response={201: schemas.AssistantOut, frozenset(BAD | {401, 403, 429}): schemas.ErrorOut},
+    summary="Create an assistant", tags=["assistants"],
+)
+def create(request: HttpRequest, payload: schemas.AssistantConfigIn):
+    """Create an assistant from its JSON configuration (API key). Invalid → 422 `invalid_assistant_config`."""
+    _principal(request).require_api_key()
+    assistant = create_assistant(config=payload.model_dump(exclude_unset=True))
+    return Status(201, {"id": str(assistant.id), "name": assistant.name})
+
+
+@api.post(
+    "/agent/conversations", response={201: schemas.StartOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Start a conversation", tags=["conversations"],
+)
+def start(request: HttpRequest, payload: schemas.StartIn, idempotency_key: str | None = IdempotencyKey):
+    """
+    Start a conversation with its first turn (API key) and return a conversation token for the persona.
+
+    `Idempotency-Key` makes retries safe: the same key and body give the same conversation.
+    """
+    principal = _principal(request)
+    principal.require_api_key()
+    body = payload.model_dump(exclude_none=True)
+    started = actions.start_conversation(
+        assistant_id=payload.assistant, message=payload.message, persona=principal.acting_as(payload.persona),
+        edge="api", now=timezone.now(), metadata=payload.metadata,
+        directive=_check_directive_allowed(principal, payload.directive),
+        idempotency=_idempotency(principal, idempotency_key, {"operation": "start", **body}),
+    )
+    return Status(201, started)
+
+
+@api.post(
+    "/agent/conversations/{id}/turns", response={202: schemas.TurnOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Send a user message (a new turn)", tags=["conversations"],
+)
+def turn(request: HttpRequest, id: str, payload: schemas.TurnIn, idempotency_key: str | None = IdempotencyKey):
+    """
+    Commit a new turn's user message; the run continues in the background.
+
+    With `expected_seq`, the turn is refused with 409 `turn_conflict` if the log moved on since.
+    """
+    principal = _principal(request)
+    conversation = _conversation(principal, id, "write")
+    body = payload.model_dump(exclude_none=True)
+    started = actions.start_turn(
+        conversation_id=str(conversation.id), message=payload.message, persona=principal.acting_as(payload.persona), edge=principal.edge,
+        now=timezone.now(), expected_seq=payload.expected_seq,
+        directive=_check_directive_allowed(principal, payload.directive),
+        idempotency=_idempotency(principal, idempotency_key, {"operation": "turn", "conversation": str(conversation.id), **body}),
+    )
+    return Status(202, started)
+
+
+@api.get(
+    "/runner/conversation/{id}/messages",
+    response={200: schemas.StateOut, 304: None, frozenset({401, 403, 404, 422, 429}): schemas.ErrorOut},
+    summary="Read messages and reconnect state", tags=["conversations"],
+)
+def messages(
+    request: HttpRequest, response: HttpResponse, id: str,
+    after_seq: int = Query(0, ge=0, le=MAX_SEQ, description="only messages after this `seq`"),
+):
+    """
+    Return the messages of committed turns and the reconnect fields.
+
+    The strong `ETag` names the log head (and `after_seq`); send it back as `If-None-Match` to get
+    `304 Not Modified` while nothing changed.
+    """
+    conversation = _conversation(_principal(request), id)
+    state = queries.conversation_state(conversation, after_seq=after_seq)
+    etag = f'"{state["seq"]}"' if after_seq == 0 else f'"{state["seq"]}-{after_seq}"'
+    sent = request.headers.get("If-None-Match", "")
+    if sent and (sent.strip() == "*" or etag in parse_etags(sent) or f"W/{etag}" in parse_etags(sent)):
+        not_modified = HttpResponse(status=304)
+        not_modified["ETag"] = etag
+        not_modified["Cache-Control"] = "no-cache"
+        return not_modified
+    response["ETag"] = etag
+    response["Cache-Control"] = "no-cache"
+    return state
+
+
+@api.post(
+    "/agent/conversations/{id}/runs/{run_id}/results",
+    response={200: schemas.ResultsOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Answer pending client actions", tags=["conversations"],
+)
+def results(request: HttpRequest, id: str, run_id: str, payload: schemas.ResultsIn):
+    """
+    Submit results for a run's pending client tools, approvals and questions.
+
+    The first valid answer wins; an identical retry is accepted again (idempotent); a different
+    answer for an answered call gets 409 `action_result_conflict` with the accepted answer.
+    """
+    principal = _principal(request)
+    conversation = _conversation(principal, id)
+    if not _RUN_ID.match(run_id):
+        raise NotFound("no such run")
+    acceptance = actions.accept_results(
+        conversation_id=str(conversation.id), run_id=run_id, results=[item.model_dump() for item in payload.results],
+        persona=principal.acting_as(payload.persona), permissions=principal.permissions, now=timezone.now(),
+    )
+    conversation.refresh_from_db()
+    return {**acceptance.as_dict(), "state": queries.conversation_state(conversation)}
+
+
+@api.post(
+    "/agent/conversations/{id}/continue", response={202: schemas.TurnOut, frozenset(ERRORS | {413}): schemas.ErrorOut},
+    summary="Continue after an interrupted run", tags=["conversations"],
+)
+def continue_(request: HttpRequest, id: str, idempotency_key: str | None = IdempotencyKey):
+    """Start a new turn with the stored history after an interrupted, failed or expired run."""
+    principal = _principal(request)
+    conversation = _conversation(principal, id, "write")
+    started = actions.continue_conversation(
+        conversation_id=str(conversation.id), persona=principal.persona, edge=principal.edge, now=timezone.now(),
+        idempotency=_idempotency(principal, idempotency_key, {"operation": "continue", "conversation": str(conversation.id)}),
+    )
+    return Status(202, started)
+
+
+@api.post(
+    "/agent/conversations/{id}/tokens", response={201: schemas.TokenOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Issue a conversation token for a persona", tags=["tokens"],
+)
+def issue_token(request: HttpRequest, id: str, payload: schemas.TokenIn):
+    """Issue a token that lets one persona view and act on this conversation (API key)."""
+    principal = _principal(request)
+    principal.require_api_key()
+    conversation = _conversation(principal, id)
+    permissions = sorted(set(payload.permissions or tokens.ALL_PERMISSIONS), key=tokens.ALL_PERMISSIONS.index)
+    raw = tokens.issue(conversation_id=str(conversation.id), persona=payload.persona, edge="api", permissions=permissions)
+    return Status(201, {"token": raw, "persona": payload.persona, "permissions": permissions})
+
+
+@api.post(
+    "/agent/conversations/{id}/tokens/revoke",
+    response={200: schemas.RevokeOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Revoke a conversation token", tags=["tokens"],
+)
+def revoke_token(request: HttpRequest, id: str, payload: schemas.RevokeIn):
+    """Revoke a token of this conversation (API key, or the token itself, to sign out)."""
+    principal = _principal(request)
+    conversation = _conversation(principal, id)
+    grant = tokens.resolve(payload.token)
+    if grant is None or grant.conversation_id != str(conversation.id):
+        raise NotFound("no such token for this conversation")
+    if not principal.is_api_key and principal.id != f"token:{grant.token_id}":
+        raise Forbidden("a conversation token can revoke only itself")
+    return {"revoked": tokens.revoke(token_id=grant.token_id, now=timezone.now())}
