@@ -12,12 +12,13 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from apps.agent import runner  # noqa: E402
+from apps.staff.routing import websocket_urlpatterns as staff_websocket_urlpatterns  # noqa: E402
 from apps.widget.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+        "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns + staff_websocket_urlpatterns)),
     }
 )
 

@@ -1,0 +1,201 @@
+"""
+Staff writes: quarantine resolutions, assistants and API keys, each recorded with the staff identity.
+
+A change to a conversation is a signed event in its own log, appended like every other write (one
+transaction, the conversation row locked, `store.append`); workspace changes (assistants, API
+keys) get a `StaffAuditLog` row in the same transaction as the change.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+
+from apps.actions.models import ActionLog
+from apps.agent import actions as agent_actions
+from apps.agent import runner
+from apps.agent.config import ConfigError, check_config
+from apps.agent.models import Assistant
+from apps.api import keys
+from apps.api.models import ApiKey
+from apps.conversations.errors import BadInput, ConversationIsCompleted, NotFound, WaypointError
+from apps.conversations.models import Conversation
+from apps.ledger import store
+from apps.ledger.types import QuarantineResolved, Recorded
+from apps.runs.models import WorkflowLog
+from apps.staff.models import StaffAuditLog
+
+RESOLUTIONS = {
+    "done": "Mark as done",
+    "not_done_retry": "Mark as not done and retry",
+    "abandon": "Abandon",
+}
+MAX_NOTE_CHARS = 2000
+
+
+class NotQuarantined(WaypointError):
+    """This run is not quarantined (any more): someone resolved it already."""
+
+    code = "not_quarantined"
+    status = 409
+
+
+class TurnMovedOn(WaypointError):
+    """A later turn started after this one, so it cannot continue; abandon it and note what you confirmed."""
+
+    code = "turn_moved_on"
+    status = 409
+
+
+def staff_identity(user: Any) -> str:
+    """The persona identity (`provider:external_id`) that staff changes are recorded under."""
+    return f"staff:{user.get_username()}"
+
+
+def check_resolution(*, resolution: Any, note: Any) -> tuple[str, str]:
+    """
+    Check a quarantine resolution form and return (resolution, note).
+
+    :raises BadInput: an unknown resolution, an over-long note, or "done" without the outcome
+    """
+    if resolution not in RESOLUTIONS:
+        raise BadInput(f"resolution must be one of {', '.join(RESOLUTIONS)}")
+    note = note.strip() if isinstance(note, str) else ""
+    if len(note) > MAX_NOTE_CHARS:
+        raise BadInput(f"the note is longer than {MAX_NOTE_CHARS} characters")
+    if resolution == "done" and not note:
+        raise BadInput("say what outcome you confirmed (for example the refund id) to mark the action as done")
+    return resolution, note
+
+
+def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, now: datetime) -> Recorded:
+    """
+    Record a person's resolution of a quarantined (ambiguous) turn as a signed event.
+
+    "done" records the outcome the person confirmed and lets the turn finish without running the
+    action again; "not_done_retry" lets the turn run the action again (same idempotency key);
+    "abandon" ends the turn, which stays interrupted so the customer can Continue. The runner is
+    kicked once the resolution has committed.
+    :raises BadInput: see `check_resolution`
+    :raises NotFound: no such run
+    :raises NotQuarantined: the run is not quarantined (resolved already)
+    :raises TurnMovedOn: done or retry asked for a turn that a later turn followed
+    :raises ConversationIsCompleted: done or retry on a completed conversation
+    """
+    resolution, note = check_resolution(resolution=resolution, note=note)
+    conversation_id = WorkflowLog.objects.filter(run_id=run_id).values_list("conversation_id", flat=True).first()
+    if conversation_id is None:
+        raise NotFound("no such run")
+    with transaction.atomic():
+        conversation = Conversation.objects.select_for_update(no_key=True).get(id=conversation_id)
+        run = WorkflowLog.objects.get(run_id=run_id)
+        ambiguous = ActionLog.objects.filter(turn_id=run.turn_id, status="ambiguous").order_by("started_at", "id").first()
+        if not run.quarantined or ambiguous is None:
+            raise NotQuarantined()
+        if resolution != "abandon":
+            if conversation.status == "completed":
+                raise ConversationIsCompleted()
+            if WorkflowLog.objects.filter(conversation_id=conversation.id, dispatched_seq__gt=run.dispatched_seq).exists():
+                raise TurnMovedOn()
+        recorded = store.append(
+            conversation_id=str(conversation.id),
+            events=[QuarantineResolved(run_id=run.run_id, call_id=ambiguous.call_id, resolution=resolution, note=note)],
+            turn_id=run.turn_id,
+            actor=actor,
+            now=now,
+            head=(conversation.head_seq, conversation.head_hash),
+        )
+        if resolution != "abandon":
+            transaction.on_commit(partial(runner.kick, str(conversation.id)))
+    return recorded[0]
+
+
+def _audit(*, actor: str, action: str, target: str, now: datetime, **details: Any) -> None:
+    StaffAuditLog.objects.create(actor=actor, action=action, target=target, details=details, created_at=now)
+
+
+def check_config_text(*, text: Any, allowed_origins: Any = None) -> dict[str, Any]:
+    """
+    Parse the assistant form: the configuration's JSON text and the embed origins, one per line.
+
+    The origins field, when given, replaces the configuration's `allowed_origins`.
+    :raises BadInput: the text is not JSON; `details["problems"]` says where
+    """
+    try:
+        config = json.loads(text if isinstance(text, str) else "")
+    except ValueError as exc:
+        problem = f"line {exc.lineno}, column {exc.colno}: {exc.msg}" if hasattr(exc, "lineno") else str(exc)
+        raise BadInput("the configuration is not valid JSON", problems=[problem]) from exc
+    if isinstance(config, dict) and allowed_origins is not None:
+        lines = allowed_origins.splitlines() if isinstance(allowed_origins, str) else []
+        config["allowed_origins"] = [line.strip().rstrip("/") for line in lines if line.strip()]
+    return config
+
+
+def create_assistant(*, config: Any, actor: str, now: datetime) -> Assistant:
+    """
+    Validate a configuration, store it as a new assistant and record who did.
+
+    :raises BadInput: the configuration is invalid; `details["problems"]` lists why
+    """
+    with transaction.atomic():
+        assistant = agent_actions.create_assistant(config=config)
+        _audit(actor=actor, action="assistant_created", target=f"assistant:{assistant.id}", now=now, name=assistant.name)
+    return assistant
+
+
+def update_assistant(*, assistant_id: str, config: Any, actor: str, now: datetime) -> Assistant:
+    """
+    Replace an assistant's configuration with a validated one and record who changed what.
+
+    Runs already under way read the configuration when their next step starts.
+    :raises NotFound: no such assistant
+    :raises BadInput: the configuration is invalid; `details["problems"]` lists why
+    """
+    try:
+        clean = check_config(config)
+    except ConfigError as exc:
+        raise BadInput("invalid assistant configuration: " + "; ".join(exc.problems), problems=exc.problems) from exc
+    with transaction.atomic():
+        assistant = Assistant.objects.select_for_update().filter(id=assistant_id).first()
+        if assistant is None:
+            raise NotFound("no such assistant")
+        changed = sorted(k for k in set(clean) | set(assistant.config) if clean.get(k) != assistant.config.get(k))
+        assistant.name, assistant.config = clean["name"], clean
+        assistant.save(update_fields=["name", "config", "updated_at"])
+        _audit(actor=actor, action="assistant_updated", target=f"assistant:{assistant.id}", now=now, changed=changed)
+    return assistant
+
+
+def create_api_key(*, name: Any, actor: str, now: datetime) -> tuple[ApiKey, str]:
+    """
+    Create a workspace API key and return it with its secret, which is shown this once only.
+
+    :raises BadInput: the name is empty or too long
+    """
+    if not isinstance(name, str) or not name.strip() or len(name.strip()) > 200:
+        raise BadInput("give the key a name of at most 200 characters")
+    with transaction.atomic():
+        key, raw = keys.create_api_key(name=name.strip())
+        _audit(actor=actor, action="api_key_created", target=f"api_key:{key.id}", now=now, name=key.name, prefix=key.prefix)
+    return key, raw
+
+
+def revoke_api_key(*, key_id: int, actor: str, now: datetime) -> ApiKey:
+    """
+    Revoke a workspace API key; revoking a revoked key changes nothing.
+
+    :raises NotFound: no such key
+    """
+    with transaction.atomic():
+        key = ApiKey.objects.select_for_update().filter(id=key_id).first()
+        if key is None:
+            raise NotFound("no such API key")
+        if key.revoked_at is None:
+            keys.revoke_api_key(key=key)
+            _audit(actor=actor, action="api_key_revoked", target=f"api_key:{key.id}", now=now, name=key.name, prefix=key.prefix)
+    return key

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+
+from apps.conversations.broadcast import group_name
+from apps.staff import queries
+
+
+class StaffConversationConsumer(AsyncWebsocketConsumer):
+    """
+    Pushes the inspector's live fragments to a staff member watching one conversation.
+
+    Joins the same `conversation.<id>` group as the customer page and, like it, re-reads the whole
+    state on every push, so a dropped message is repaired by the next one. Only staff sessions
+    connect (the route is wrapped in the session middleware; the origin check is the router's).
+    """
+
+    async def connect(self) -> None:
+        self.conversation_id = str(self.scope["url_route"]["kwargs"]["conversation_id"])
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not (user.is_active and user.is_staff):
+            await self.close(code=4403)
+            return
+        self.last_sent = -1
+        await self.channel_layer.group_add(group_name(self.conversation_id), self.channel_name)
+        await self.accept()
+        await self.push()
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "last_sent", None) is not None:
+            await self.channel_layer.group_discard(group_name(self.conversation_id), self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        await self.push()
+
+    async def state_changed(self, event: dict) -> None:
+        if event.get("seq", 0) > self.last_sent:
+            await self.push()
+
+    async def draft_changed(self, event: dict) -> None:
+        """The panel shows committed entries only; a model round in progress is not one."""
+
+    async def push(self) -> None:
+        text, seq = await database_sync_to_async(self._render)()
+        if text is None:
+            await self.close(code=4404)
+            return
+        self.last_sent = seq
+        await self.send(text_data=text)
+
+    def _render(self) -> tuple[str | None, int]:
+        data = queries.inspect_conversation(self.conversation_id)
+        if data is None:
+            return None, 0
+        return render_to_string("staff/live.html", {"c": data}), data["seq"]

@@ -1,0 +1,485 @@
+"""
+Staff reads: the conversation list, the inspector, the quarantine queue, assistants, keys, personas.
+
+The inspector's verification reuses the ledger's own code: `replay.stored_entries` and
+`chain.verify_chain` (what `conversation verify` runs), never a hashing of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import Count, Exists, Max, OuterRef, Q, Subquery
+
+from apps.actions.models import ActionLog
+from apps.agent.models import Assistant
+from apps.api.models import ApiKey
+from apps.conversations import queries as conversation_queries
+from apps.conversations.models import ChatMessage, Conversation, ConversationToken
+from apps.ledger import chain, replay
+from apps.ledger.keys import verification_keys
+from apps.ledger.store import iso
+from apps.runs.models import ToolUsageLog, WorkflowLog
+from apps.staff.models import StaffAuditLog
+
+PAGE_SIZE = 50
+LIFECYCLES = ("active", "completed")
+RUN_STATUSES = ("running", "waiting", "completed", "interrupted", "failed", "expired")
+_METADATA_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_ID_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
+
+
+# --- the conversation list ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConversationFilters:
+    status: str = ""
+    run_status: str = ""
+    quarantined: bool = False
+    assistant: str = ""
+    persona: str = ""
+    since: date | None = None
+    until: date | None = None
+    q: str = ""
+
+    def params(self) -> dict[str, str]:
+        """The filters as query parameters, for links that keep them (paging)."""
+        out = {
+            "status": self.status, "run_status": self.run_status, "quarantined": "1" if self.quarantined else "",
+            "assistant": self.assistant, "persona": self.persona, "since": self.since.isoformat() if self.since else "",
+            "until": self.until.isoformat() if self.until else "", "q": self.q,
+        }
+        return {k: v for k, v in out.items() if v}
+
+    @property
+    def active(self) -> bool:
+        return bool(self.params())
+
+
+def _date(raw: str, name: str, problems: list[str]) -> date | None:
+    if not raw:
+        return None
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
+        problems.append(f"{name}: not a date (YYYY-MM-DD)")
+        return None
+
+
+def check_filters(data: Any) -> tuple[ConversationFilters, list[str]]:
+    """Read the list's filter form; a value that makes no sense is dropped and said why."""
+    problems: list[str] = []
+    status = data.get("status", "")
+    if status and status not in LIFECYCLES:
+        problems.append(f"lifecycle: unknown value {status!r}")
+        status = ""
+    run_status = data.get("run_status", "")
+    if run_status and run_status not in RUN_STATUSES:
+        problems.append(f"run status: unknown value {run_status!r}")
+        run_status = ""
+    assistant = data.get("assistant", "")
+    if assistant:
+        try:
+            assistant = str(uuid.UUID(assistant))
+        except ValueError:
+            problems.append("assistant: not an assistant id")
+            assistant = ""
+    filters = ConversationFilters(
+        status=status,
+        run_status=run_status,
+        quarantined=data.get("quarantined") in ("1", "on", "true"),
+        assistant=assistant,
+        persona=data.get("persona", "").strip()[:300],
+        since=_date(data.get("since", ""), "from", problems),
+        until=_date(data.get("until", ""), "to", problems),
+        q=data.get("q", "").strip()[:200],
+    )
+    return filters, problems
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A position in the (-created_at, id) order: the keyset a page continues from."""
+
+    created_at: datetime
+    id: uuid.UUID
+
+    def encode(self) -> str:
+        return f"{iso(self.created_at)}~{self.id}"
+
+    @classmethod
+    def parse(cls, raw: str | None) -> Cursor | None:
+        if not raw or "~" not in raw:
+            return None
+        moment, _, ident = raw.rpartition("~")
+        try:
+            return cls(datetime.fromisoformat(moment), uuid.UUID(ident))
+        except ValueError:
+            return None
+
+
+@dataclass
+class ConversationPage:
+    rows: list[dict[str, Any]]
+    filters: ConversationFilters
+    problems: list[str] = field(default_factory=list)
+    newer: str | None = None  # cursor for the page before this one
+    older: str | None = None  # cursor for the page after this one
+    assistants: list[Assistant] = field(default_factory=list)
+
+    def link(self, **cursor: str) -> str:
+        return "?" + urlencode({**self.filters.params(), **cursor})
+
+    @property
+    def newer_link(self) -> str | None:
+        return self.link(before=self.newer) if self.newer else None
+
+    @property
+    def older_link(self) -> str | None:
+        return self.link(after=self.older) if self.older else None
+
+
+def _search(q: str) -> Q:
+    try:
+        return Q(id=uuid.UUID(q))
+    except ValueError:
+        pass
+    if "=" in q:
+        key, _, value = q.partition("=")
+        key, value = key.strip(), value.strip()
+        if _METADATA_KEY.match(key):
+            match = Q(**{f"metadata__{key}": value})
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                parsed = value
+            if parsed != value:
+                match |= Q(**{f"metadata__{key}": parsed})
+            return match
+    match = Q(metadata__icontains=q)
+    if _ID_PREFIX.match(q):
+        match |= Q(id__startswith=q.lower())
+    return match
+
+
+def _filtered(filters: ConversationFilters):
+    latest_run = WorkflowLog.objects.filter(conversation=OuterRef("pk")).order_by("-dispatched_seq")
+    query = Conversation.objects.annotate(
+        run_status=Subquery(latest_run.values("status")[:1]),
+        quarantined=Exists(WorkflowLog.objects.filter(conversation=OuterRef("pk"), quarantined=True)),
+    )
+    if filters.status:
+        query = query.filter(status=filters.status)
+    if filters.run_status:
+        query = query.filter(run_status=filters.run_status)
+    if filters.quarantined:
+        query = query.filter(quarantined=True)
+    if filters.assistant:
+        query = query.filter(assistant_id=filters.assistant)
+    if filters.persona:
+        tokens = ConversationToken.objects.filter(conversation=OuterRef("pk"), persona=filters.persona)
+        query = query.filter(Q(owner=filters.persona) | Exists(tokens))
+    if filters.since:
+        query = query.filter(created_at__gte=datetime.combine(filters.since, time.min, tzinfo=UTC))
+    if filters.until:
+        query = query.filter(created_at__lt=datetime.combine(filters.until + timedelta(days=1), time.min, tzinfo=UTC))
+    if filters.q:
+        query = query.filter(_search(filters.q))
+    return query
+
+
+_ROW_FIELDS = ("id", "created_at", "status", "owner", "message_count", "metadata", "last_turn_at", "assistant__name",
+               "run_status", "quarantined", "head_seq")
+
+
+def conversation_page(
+    *, filters: ConversationFilters, after: str | None = None, before: str | None = None, size: int = PAGE_SIZE,
+    problems: list[str] | None = None,
+) -> ConversationPage:
+    """
+    Return one page of conversations, newest first, in (-created_at, id) order.
+
+    Keyset paging: a page starts from its neighbour's cursor, never from an OFFSET, and nothing
+    counts the table, so a page costs the same at 100k conversations as at 100 (the order is the
+    `conversation_recent` index's). A malformed cursor means the first page.
+    """
+    query = _filtered(filters).values(*_ROW_FIELDS)
+    going_back = Cursor.parse(before)
+    going_on = None if going_back else Cursor.parse(after)
+    if going_back:
+        c = going_back
+        query = query.filter(Q(created_at__gt=c.created_at) | Q(created_at=c.created_at, id__lt=c.id)).order_by("created_at", "-id")
+    else:
+        if going_on:
+            c = going_on
+            query = query.filter(Q(created_at__lt=c.created_at) | Q(created_at=c.created_at, id__gt=c.id))
+        query = query.order_by("-created_at", "id")
+    rows = list(query[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    if going_back:
+        rows.reverse()
+        if not rows:
+            return conversation_page(filters=filters, size=size, problems=problems)
+    page = ConversationPage(rows=rows, filters=filters, problems=problems or [],
+                            assistants=list(Assistant.objects.order_by("name").only("id", "name")))
+    if rows:
+        first, last = Cursor(rows[0]["created_at"], rows[0]["id"]), Cursor(rows[-1]["created_at"], rows[-1]["id"])
+        page.newer = first.encode() if (going_on or (going_back and more)) else None
+        page.older = last.encode() if (going_back or more) else None
+    for row in rows:
+        row["phase"] = phase(row["status"], row["run_status"], row["quarantined"])
+    return page
+
+
+def phase(status: str, run_status: str | None, quarantined: bool) -> str:
+    """The one-word display state of a conversation (lifecycle first, then its latest run)."""
+    if status == "completed":
+        return "completed"
+    if quarantined and run_status == "interrupted":
+        return "quarantined"
+    return run_status or "new"
+
+
+# --- the inspector ------------------------------------------------------------------------------
+
+
+def head_seq(conversation_id: str) -> int | None:
+    """The conversation's log head, or None when there is no such conversation."""
+    conversation = conversation_queries.conversation_for(conversation_id)
+    return conversation.head_seq if conversation else None
+
+
+def _pretty(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def timeline(conversation_id: str) -> tuple[list[dict[str, Any]], chain.VerifyResult]:
+    """
+    Return every log entry with its verification mark, and the verification of the whole log.
+
+    The marks follow `verify_chain`: entries before the first bad one verify; the first bad one
+    and every one after it do not (the chain no longer vouches for them).
+    """
+    entries = replay.stored_entries(conversation_id)
+    result = chain.verify_chain(entries, verification_keys())
+    bad = result.first_bad_seq
+    rows = []
+    for position, entry in enumerate(entries, start=1):
+        verified = result.ok or (bad is not None and position <= result.checked)
+        rows.append({
+            "seq": entry.seq, "kind": entry.kind, "turn_id": entry.turn_id, "actor": entry.actor,
+            "created_at": datetime.fromisoformat(entry.created_at), "payload_text": _pretty(entry.payload),
+            "readable": isinstance(entry.payload, dict), "verified": verified,
+            "first_bad": not result.ok and position == result.checked + 1,
+            "summary": _summary(entry.kind, entry.payload),
+        })
+    return rows, result
+
+
+def _summary(kind: str, payload: Any) -> str:
+    """A short human line for a log entry, so the timeline reads without opening every payload."""
+    if not isinstance(payload, dict):
+        return "unreadable payload"
+    p = payload
+    if kind == "turn_dispatched":
+        return "Continue" if p.get("continuation") else f"“{str(p.get('text', ''))[:80]}” via {p.get('edge', '')}"
+    if kind == "model_round":
+        calls = ", ".join(c.get("tool", "?") for c in p.get("calls", []))
+        text = str(p.get("text", ""))[:60]
+        return f"round {p.get('round')}" + (f": calls {calls}" if calls else "") + (f" — “{text}”" if text else "")
+    if kind in ("action_started", "action_finished", "tool_call_requested", "client_action_requested", "approval_request"):
+        extra = ""
+        if kind == "action_finished":
+            extra = " ok" if p.get("ok") else f" failed: {p.get('error', '')}"
+        if kind == "action_started" and p.get("attempt", 1) > 1:
+            extra = f" (attempt {p['attempt']})"
+        return f"{p.get('tool', '')}{extra}"
+    if kind == "approval_response":
+        return f"{p.get('decision')} by {p.get('answered_by') or 'unknown'}"
+    if kind in ("client_result_accepted", "question_response"):
+        return f"answered by {p.get('answered_by') or 'unknown'}"
+    if kind == "turn_ambiguous":
+        return f"outcome of {p.get('tool')} unknown (key {p.get('idempotency_key')})"
+    if kind == "quarantine_resolved":
+        return f"{str(p.get('resolution', '')).replace('_', ' ')}" + (f": {p['note']}" if p.get("note") else "")
+    if kind == "turn_complete":
+        return f"“{str(p.get('text', ''))[:80]}”"
+    if kind in ("turn_failed", "turn_interrupted"):
+        return str(p.get("error") or p.get("reason") or "")
+    if kind == "completion_requested":
+        return str(p.get("outcome", ""))
+    return ""
+
+
+def _participants(conversation: Conversation, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    people: dict[str, dict[str, Any]] = {}
+
+    def seen(persona: str, role: str) -> None:
+        if persona:
+            person = people.setdefault(persona, {"persona": persona, "roles": [], "permissions": set(), "tokens": 0, "revoked": 0})
+            if role and role not in person["roles"]:
+                person["roles"].append(role)
+
+    seen(conversation.owner, "owner")
+    for entry in entries:
+        if not entry["readable"]:
+            continue
+        payload = json.loads(entry["payload_text"])
+        if entry["kind"] in ("conversation_started", "turn_dispatched"):
+            for persona in payload.get("participants", []):
+                seen(persona, "participant")
+            seen(payload.get("caller", ""), "wrote")
+        if payload.get("answered_by"):
+            seen(payload["answered_by"], "answered")
+        if entry["actor"].startswith("staff:"):
+            seen(entry["actor"], "staff")
+    for token in ConversationToken.objects.filter(conversation_id=conversation.id).order_by("created_at"):
+        seen(token.persona, "")
+        person = people[token.persona]
+        person["tokens"] += 1
+        if token.revoked_at:
+            person["revoked"] += 1
+        else:
+            person["permissions"] |= set(token.permissions)
+    for person in people.values():
+        person["permissions"] = sorted(person["permissions"])
+    return list(people.values())
+
+
+def inspect_conversation(conversation_id: str) -> dict[str, Any] | None:
+    """
+    Return everything the inspector shows about one conversation, or None when there is none.
+
+    The transcript, the full verified timeline, runs, pending calls, tool usage, action logs and
+    participants.
+    """
+    conversation = conversation_queries.conversation_for(conversation_id)
+    if conversation is None:
+        return None
+    cid = str(conversation.id)
+    entries, verification = timeline(cid)
+    runs = list(WorkflowLog.objects.filter(conversation_id=cid).order_by("dispatched_seq"))
+    usage = list(ToolUsageLog.objects.filter(conversation_id=cid).order_by("requested_at", "id"))
+    action_logs = list(ActionLog.objects.filter(conversation_id=cid).order_by("started_at", "id"))
+    for item in [*usage, *action_logs]:
+        item.arguments_text = _pretty(item.arguments)
+        item.output_text = "" if item.output is None else _pretty(item.output)
+    latest = runs[-1] if runs else None
+    return {
+        "conversation": conversation,
+        "assistant": conversation.assistant,
+        "phase": phase(conversation.status, latest.status if latest else None, bool(latest and latest.quarantined)),
+        "metadata_text": _pretty(conversation.metadata),
+        "messages": list(ChatMessage.objects.filter(conversation_id=cid).order_by("seq")),
+        "timeline": entries,
+        "verification": verification,
+        "runs": runs,
+        "quarantined_runs": [r for r in runs if r.quarantined],
+        "pending": [u for u in usage if u.status == "pending"],
+        "tool_usage": usage,
+        "action_logs": action_logs,
+        "participants": _participants(conversation, entries),
+        "seq": conversation.head_seq,
+    }
+
+
+# --- the quarantine queue -----------------------------------------------------------------------
+
+
+def quarantine_queue(*, limit: int = 100) -> list[dict[str, Any]]:
+    """
+    Return the quarantined turns, oldest first, with what is known of the ambiguous action.
+
+    A quarantined run is always `interrupted`, so the status index finds them.
+    """
+    runs = list(
+        WorkflowLog.objects.filter(status="interrupted", quarantined=True)
+        .select_related("conversation__assistant")
+        .order_by("updated_at", "run_id")[:limit]
+    )
+    turn_ids = [r.turn_id for r in runs]
+    ambiguous = {a.turn_id: a for a in ActionLog.objects.filter(turn_id__in=turn_ids, status="ambiguous").order_by("-started_at")}
+    asked = {m.turn_id: m.text for m in ChatMessage.objects.filter(turn_id__in=turn_ids, role="user")}
+    items = []
+    for run in runs:
+        action = ambiguous.get(run.turn_id)
+        if action is not None:
+            action.arguments_text = _pretty(action.arguments)
+        items.append({"run": run, "conversation": run.conversation, "assistant": run.conversation.assistant,
+                      "action": action, "message": asked.get(run.turn_id, "")})
+    return items
+
+
+# --- assistants, API keys, personas -------------------------------------------------------------
+
+
+def assistants() -> list[Assistant]:
+    """Every assistant, the demo first, then by name."""
+    return list(Assistant.objects.order_by("-is_demo", "name"))
+
+
+def assistant_for(assistant_id: Any) -> Assistant | None:
+    """Return an assistant by id, or None for an unknown or malformed id."""
+    try:
+        return Assistant.objects.filter(id=uuid.UUID(str(assistant_id))).first()
+    except ValueError:
+        return None
+
+
+def editable_config(assistant: Assistant) -> tuple[str, str]:
+    """The assistant form's two fields: the configuration JSON without its origins, and the origins."""
+    config = {k: v for k, v in assistant.config.items() if k != "allowed_origins"}
+    return json.dumps(config, indent=2, ensure_ascii=False), "\n".join(assistant.config.get("allowed_origins", []))
+
+
+def api_keys() -> list[ApiKey]:
+    """Every workspace API key, newest first (their secrets are not stored)."""
+    return list(ApiKey.objects.order_by("-created_at", "-id"))
+
+
+def recent_audit(*, prefix: str, limit: int = 20) -> list[StaffAuditLog]:
+    """The latest staff changes whose target starts with `prefix` (`assistant:`, `api_key:`)."""
+    return list(StaffAuditLog.objects.filter(target__startswith=prefix).order_by("-created_at", "-id")[:limit])
+
+
+def personas(*, search: str = "", limit: int = 200) -> list[dict[str, Any]]:
+    """
+    Return the personas that hold conversation tokens, with their permissions and reach.
+
+    Permissions are the union over each persona's live (not revoked) tokens.
+    """
+    tokens = ConversationToken.objects.all()
+    if search:
+        tokens = tokens.filter(persona__icontains=search)
+    rows = list(
+        tokens.values("persona")
+        .annotate(conversations=Count("conversation_id", distinct=True), tokens=Count("id"),
+                  revoked=Count("id", filter=Q(revoked_at__isnull=False)), last_seen=Max("created_at"))
+        .order_by("-last_seen", "persona")[:limit]
+    )
+    names = [r["persona"] for r in rows]
+    grants: dict[str, set[str]] = {name: set() for name in names}
+    edges: dict[str, set[str]] = {name: set() for name in names}
+    for persona, permissions, edge in (
+        ConversationToken.objects.filter(persona__in=names, revoked_at__isnull=True)
+        .values_list("persona", "permissions", "edge").distinct()
+    ):
+        grants[persona] |= set(permissions or [])
+        edges[persona].add(edge)
+    for row in rows:
+        row["permissions"] = sorted(grants[row["persona"]])
+        row["edges"] = sorted(edges[row["persona"]])
+        row["provider"] = row["persona"].split(":", 1)[0] if ":" in row["persona"] else ""
+    return rows
+
+
+def with_filters(filters: ConversationFilters, **changes: Any) -> ConversationFilters:
+    return replace(filters, **changes)

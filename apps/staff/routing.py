@@ -1,0 +1,9 @@
+from channels.auth import AuthMiddlewareStack
+from django.urls import path
+
+from apps.staff.consumers import StaffConversationConsumer
+
+# Only this route reads the session cookie: customer sockets authenticate by token alone.
+websocket_urlpatterns = [
+    path("ws/staff/conversations/<uuid:conversation_id>/", AuthMiddlewareStack(StaffConversationConsumer.as_asgi())),
+]

@@ -1,0 +1,24 @@
+from django.urls import path
+
+from apps.staff import views
+
+app_name = "staff"
+urlpatterns = [
+    path("", views.conversations, name="conversations"),
+    path("login/", views.login_view, name="login"),
+    path("logout/", views.logout_view, name="logout"),
+    path("conversations/<uuid:conversation_id>/", views.inspector, name="conversation"),
+    path("conversations/<uuid:conversation_id>/live", views.inspector_live, name="conversation_live"),
+    path("conversations/<uuid:conversation_id>/verify", views.verify, name="verify"),
+    path("conversations/<uuid:conversation_id>/replay", views.replay_view, name="replay"),
+    path("conversations/<uuid:conversation_id>/what-if", views.what_if, name="what_if"),
+    path("quarantine/", views.quarantine, name="quarantine"),
+    path("quarantine/<str:run_id>/resolve", views.resolve, name="resolve"),
+    path("assistants/", views.assistants, name="assistants"),
+    path("assistants/new", views.assistant_new, name="assistant_new"),
+    path("assistants/<uuid:assistant_id>/", views.assistant_edit, name="assistant"),
+    path("assistants/<uuid:assistant_id>/preview", views.assistant_preview, name="assistant_preview"),
+    path("api-keys/", views.api_keys, name="api_keys"),
+    path("api-keys/<int:key_id>/revoke", views.api_key_revoke, name="api_key_revoke"),
+    path("personas/", views.personas, name="personas"),
+]

@@ -1,0 +1,281 @@
+from __future__ import annotations
+
+from functools import wraps
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import login as auth_login
+from django.contrib.auth import logout as auth_logout
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from apps.conversations.errors import WaypointError
+from apps.ledger import replay
+from apps.staff import actions, queries
+
+INSPECTOR = "staff/conversation.html"
+
+
+def staff_only(view):
+    """Sessions of active staff users only: anyone else is sent to the login, a logged-in non-staff user gets 403."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        user = request.user
+        if not user.is_authenticated:
+            return redirect_to_login(request.get_full_path(), reverse("staff:login"))
+        if not (user.is_active and user.is_staff):
+            raise PermissionDenied("staff only")
+        return view(request, *args, **kwargs)
+
+    return never_cache(wrapper)
+
+
+def _next_url(request: HttpRequest) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return target
+    return reverse("staff:conversations")
+
+
+@sensitive_post_parameters("password")
+@csrf_protect
+@never_cache
+@require_http_methods(["GET", "POST"])
+def login_view(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated and request.user.is_staff:
+        return redirect(_next_url(request))
+    # The admin's form: authenticates through django-axes and refuses anyone who is not staff.
+    form = AdminAuthenticationForm(request, data=request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        auth_login(request, form.get_user())
+        return redirect(_next_url(request))
+    return render(request, "staff/login.html", {"form": form, "next": _next_url(request)},
+                  status=200 if request.method == "GET" else 401)
+
+
+@require_POST
+def logout_view(request: HttpRequest) -> HttpResponse:
+    auth_logout(request)
+    return redirect("staff:login")
+
+
+@staff_only
+@require_GET
+def conversations(request: HttpRequest) -> HttpResponse:
+    filters, problems = queries.check_filters(request.GET)
+    page = queries.conversation_page(filters=filters, after=request.GET.get("after"), before=request.GET.get("before"),
+                                     problems=problems)
+    return render(request, "staff/conversations.html", {"page": page, "filters": filters,
+                                                        "lifecycles": queries.LIFECYCLES, "run_statuses": queries.RUN_STATUSES})
+
+
+def _inspection(conversation_id) -> dict:
+    data = queries.inspect_conversation(str(conversation_id))
+    if data is None:
+        raise Http404("no such conversation")
+    return data
+
+
+@staff_only
+@require_GET
+def inspector(request: HttpRequest, conversation_id) -> HttpResponse:
+    return render(request, INSPECTOR, {"c": _inspection(conversation_id), "what_if_available": _what_if_available()})
+
+
+@staff_only
+@require_GET
+def inspector_live(request: HttpRequest, conversation_id) -> HttpResponse:
+    head = queries.head_seq(str(conversation_id))
+    if head is None:
+        raise Http404("no such conversation")
+    etag = f'"{head}"'
+    if request.headers.get("If-None-Match") == etag:
+        return HttpResponse(status=304, headers={"ETag": etag})
+    return render(request, "staff/live.html", {"c": _inspection(conversation_id)}, headers={"ETag": etag})
+
+
+def _check(request: HttpRequest, conversation_id, check: dict) -> HttpResponse:
+    if request.htmx:
+        return render(request, f"{INSPECTOR}#check-result", {"check": check})
+    return render(request, INSPECTOR, {"c": _inspection(conversation_id), "check": check,
+                                       "what_if_available": _what_if_available()})
+
+
+@staff_only
+@require_POST
+def verify(request: HttpRequest, conversation_id) -> HttpResponse:
+    _inspection(conversation_id)
+    return _check(request, conversation_id, {"name": "verify", "verify": replay.verify(str(conversation_id))})
+
+
+@staff_only
+@require_POST
+def replay_view(request: HttpRequest, conversation_id) -> HttpResponse:
+    _inspection(conversation_id)
+    return _check(request, conversation_id, {"name": "replay", "replay": replay.replay(str(conversation_id))})
+
+
+def _what_if_available() -> bool:
+    return callable(getattr(replay, "what_if", None))
+
+
+@staff_only
+@require_POST
+def what_if(request: HttpRequest, conversation_id) -> HttpResponse:
+    _inspection(conversation_id)
+    if not _what_if_available():
+        raise Http404("what-if is not available")
+    seq, patch = request.POST.get("seq", ""), request.POST.get("patch", "")
+    try:
+        result = replay.what_if(str(conversation_id), seq=int(seq), patch=patch)
+        check = {"name": "what_if", "what_if": result, "seq": seq, "patch": patch}
+    except (ValueError, TypeError, WaypointError) as exc:
+        check = {"name": "what_if", "error": str(getattr(exc, "message", exc)), "seq": seq, "patch": patch}
+    return _check(request, conversation_id, check)
+
+
+@staff_only
+@require_GET
+def quarantine(request: HttpRequest) -> HttpResponse:
+    return render(request, "staff/quarantine.html", {"items": queries.quarantine_queue(), "resolutions": actions.RESOLUTIONS})
+
+
+@staff_only
+@require_POST
+def resolve(request: HttpRequest, run_id: str) -> HttpResponse:
+    try:
+        actions.resolve_quarantine(
+            run_id=run_id, resolution=request.POST.get("resolution", ""), note=request.POST.get("note", ""),
+            actor=actions.staff_identity(request.user), now=timezone.now(),
+        )
+    except WaypointError as exc:
+        items = queries.quarantine_queue()
+        return render(request, "staff/quarantine.html",
+                      {"items": items, "resolutions": actions.RESOLUTIONS, "error_run": run_id, "error": exc.message,
+                       "note": request.POST.get("note", "")}, status=exc.status)
+    label = actions.RESOLUTIONS[request.POST["resolution"]].lower()
+    messages.success(request, f"Run {run_id}: {label} — recorded as {actions.staff_identity(request.user)}.")
+    return redirect(_next_url(request) if request.POST.get("next") else "staff:quarantine")
+
+
+@staff_only
+@require_GET
+def assistants(request: HttpRequest) -> HttpResponse:
+    return render(request, "staff/assistants.html", {"assistants": queries.assistants(),
+                                                     "audit": queries.recent_audit(prefix="assistant:")})
+
+
+NEW_CONFIG = """{
+  "name": "New assistant",
+  "allow_conversation_completion": false,
+  "step_budget": 8,
+  "model": {
+    "provider": "scripted",
+    "rules": [],
+    "fallback": [{"say": "You said: {message}"}]
+  },
+  "tools": []
+}"""
+
+
+def _origin(request: HttpRequest) -> str:
+    return f"{request.scheme}://{request.get_host()}"
+
+
+def _assistant_page(request: HttpRequest, assistant, *, config_text: str, origins_text: str, problems=(), status=200):
+    context = {"assistant": assistant, "config_text": config_text, "origins_text": origins_text, "problems": problems,
+               "origin": _origin(request)}
+    return render(request, "staff/assistant_form.html", context, status=status)
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def assistant_new(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        return _assistant_page(request, None, config_text=NEW_CONFIG, origins_text="")
+    config_text, origins_text = request.POST.get("config", ""), request.POST.get("allowed_origins", "")
+    try:
+        config = actions.check_config_text(text=config_text, allowed_origins=origins_text)
+        assistant = actions.create_assistant(config=config, actor=actions.staff_identity(request.user), now=timezone.now())
+    except WaypointError as exc:
+        return _assistant_page(request, None, config_text=config_text, origins_text=origins_text,
+                               problems=exc.details.get("problems") or [exc.message], status=exc.status)
+    messages.success(request, f"Assistant “{assistant.name}” created.")
+    return redirect("staff:assistant", assistant.id)
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def assistant_edit(request: HttpRequest, assistant_id) -> HttpResponse:
+    assistant = queries.assistant_for(assistant_id)
+    if assistant is None:
+        raise Http404("no such assistant")
+    if request.method == "GET":
+        config_text, origins_text = queries.editable_config(assistant)
+        return _assistant_page(request, assistant, config_text=config_text, origins_text=origins_text)
+    config_text, origins_text = request.POST.get("config", ""), request.POST.get("allowed_origins", "")
+    try:
+        config = actions.check_config_text(text=config_text, allowed_origins=origins_text)
+        assistant = actions.update_assistant(assistant_id=str(assistant.id), config=config,
+                                             actor=actions.staff_identity(request.user), now=timezone.now())
+    except WaypointError as exc:
+        return _assistant_page(request, assistant, config_text=config_text, origins_text=origins_text,
+                               problems=exc.details.get("problems") or [exc.message], status=exc.status)
+    messages.success(request, f"Assistant “{assistant.name}” saved.")
+    return redirect("staff:assistant", assistant.id)
+
+
+@staff_only
+@require_GET
+def assistant_preview(request: HttpRequest, assistant_id) -> HttpResponse:
+    assistant = queries.assistant_for(assistant_id)
+    if assistant is None:
+        raise Http404("no such assistant")
+    return render(request, "staff/assistant_preview.html", {"assistant": assistant, "origin": _origin(request)})
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def api_keys(request: HttpRequest) -> HttpResponse:
+    created, error, status = None, "", 200
+    if request.method == "POST":
+        try:
+            key, raw = actions.create_api_key(name=request.POST.get("name", ""), actor=actions.staff_identity(request.user),
+                                              now=timezone.now())
+            created, status = {"key": key, "secret": raw}, 201
+        except WaypointError as exc:
+            error, status = exc.message, exc.status
+    return render(request, "staff/api_keys.html", {"keys": queries.api_keys(), "created": created, "error": error,
+                                                   "audit": queries.recent_audit(prefix="api_key:")}, status=status)
+
+
+@staff_only
+@require_POST
+def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
+    try:
+        key = actions.revoke_api_key(key_id=key_id, actor=actions.staff_identity(request.user), now=timezone.now())
+    except WaypointError as exc:
+        raise Http404(exc.message) from exc
+    messages.success(request, f"API key “{key.name}” ({key.prefix}…) is revoked.")
+    return redirect("staff:api_keys")
+
+
+@staff_only
+@require_GET
+def personas(request: HttpRequest) -> HttpResponse:
+    search = request.GET.get("q", "").strip()[:300]
+    rows = queries.personas(search=search)
+    for row in rows:
+        row["conversations_link"] = reverse("staff:conversations") + "?" + urlencode({"persona": row["persona"]})
+    return render(request, "staff/personas.html", {"personas": rows, "q": search})

@@ -1,0 +1,54 @@
+// Staff panel behaviour htmx attributes cannot express: polling the inspector (with ETag) when its
+// websocket is not open, and copy buttons.
+(function () {
+  "use strict";
+  const POLL_MS = 2000;
+  let timer = null;
+  let etag = null;
+
+  function live() { return document.querySelector("[data-live-url]"); }
+
+  async function poll() {
+    const root = live();
+    if (!root) return;
+    try {
+      const headers = etag ? { "If-None-Match": etag } : {};
+      const response = await fetch(root.dataset.liveUrl, { headers, cache: "no-store", credentials: "same-origin" });
+      if (response.status === 200) {
+        etag = response.headers.get("ETag");
+        htmx.swap(document.body, await response.text(), { swapStyle: "none" });
+      }
+    } catch (e) { /* offline for a moment: the next poll retries */ }
+  }
+
+  function startPolling() { if (!timer) { timer = setInterval(poll, POLL_MS); poll(); } }
+  function stopPolling() { if (timer) { clearInterval(timer); timer = null; } }
+
+  document.addEventListener("htmx:wsOpen", () => { const r = live(); if (r) r.dataset.wsOpen = "1"; stopPolling(); });
+  document.addEventListener("htmx:wsClose", () => { const r = live(); if (r) delete r.dataset.wsOpen; startPolling(); });
+  document.addEventListener("htmx:wsError", startPolling);
+  document.addEventListener("DOMContentLoaded", () => {
+    const root = live();
+    if (root) setTimeout(() => { if (!root.dataset.wsOpen) startPolling(); }, 3000);
+  });
+
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest ? event.target.closest("[data-copy]") : null;
+    if (!button) return;
+    const source = document.getElementById(button.dataset.copy);
+    if (!source) return;
+    const label = button.textContent;
+    try {
+      await navigator.clipboard.writeText(source.textContent.trim());
+      button.textContent = "Copied";
+    } catch (e) {
+      const range = document.createRange();
+      range.selectNodeContents(source);
+      const selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      button.textContent = "Selected: press Ctrl+C";
+    }
+    setTimeout(() => { button.textContent = label; }, 2000);
+  });
+})();

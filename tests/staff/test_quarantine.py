@@ -1,0 +1,131 @@
+import json
+
+import pytest
+from django.urls import reverse
+
+from apps.actions.models import ActionLog
+from apps.conversations import actions as conversation_actions
+from apps.ledger import replay
+from apps.ledger.models import Event
+from apps.runs.models import WorkflowLog
+from apps.staff import actions
+from tests.staff.conftest import state
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+
+
+def resolve(client, run_id, resolution, note=""):
+    return client.post(reverse("staff:resolve", args=[run_id]), {"resolution": resolution, "note": note})
+
+
+def resolution_event(conversation_id):
+    return Event.objects.filter(conversation_id=conversation_id, kind="quarantine_resolved").get()
+
+
+class TestTheQueue:
+    def test_lists_a_quarantined_turn_with_what_is_known(self, staff_client, quarantined):
+        q = quarantined()
+
+        response = staff_client.get(reverse("staff:quarantine"))
+
+        page = response.content.decode()
+        assert response.status_code == 200
+        assert f'id="run-{q["run_id"]}"' in page
+        assert "issue_refund" in page and "webhook" in page
+        assert f"{q['turn_id']}:{q['call_id']}" in page  # the idempotency key
+        assert "&quot;order_id&quot;: &quot;A-1&quot;" in page  # the arguments
+        assert "I want a refund for order A-1" in page
+
+
+class TestMarkAsDone:
+    def test_records_a_signed_event_as_the_staff_member_and_the_turn_finishes(self, staff_client, quarantined, receiver):
+        q = quarantined()
+        assert state(q["conversation_id"])["run_status"] == "interrupted"
+
+        response = resolve(staff_client, q["run_id"], "done", "Refund R-77 went through (checked in the shop)")
+
+        assert response.status_code == 302
+        event = resolution_event(q["conversation_id"])
+        assert event.actor == "staff:ops" and event.turn_id == q["turn_id"]
+        assert json.loads(event.payload) == {"run_id": q["run_id"], "call_id": q["call_id"], "resolution": "done",
+                                             "note": "Refund R-77 went through (checked in the shop)"}
+        assert replay.verify(q["conversation_id"]).ok
+        assert replay.replay(q["conversation_id"]).ok
+        after = state(q["conversation_id"])
+        assert after["run_status"] == "completed" and not after["quarantined"]
+        assert after["messages"][-1]["text"].startswith("Refund issued: ")
+        assert ActionLog.objects.get(call_id=q["call_id"]).status == "resolved_done"
+        assert receiver.deliveries == []  # nothing was sent again
+
+
+class TestMarkAsNotDoneAndRetry:
+    def test_runs_the_action_again_with_the_same_idempotency_key_and_the_turn_finishes(self, staff_client, quarantined, receiver):
+        q = quarantined()
+
+        resolve(staff_client, q["run_id"], "not_done_retry", "The shop has no refund for this key")
+
+        event = resolution_event(q["conversation_id"])
+        assert event.actor == "staff:ops" and json.loads(event.payload)["resolution"] == "not_done_retry"
+        [delivery] = receiver.deliveries
+        assert delivery["headers"]["Idempotency-Key"] == f"{q['turn_id']}:{q['call_id']}"
+        action = ActionLog.objects.get(call_id=q["call_id"])
+        assert action.status == "succeeded" and action.attempts == 2
+        after = state(q["conversation_id"])
+        assert after["run_status"] == "completed"
+        assert after["messages"][-1]["text"] == 'Refund issued: {"refund_id": "R-1"}.'
+        assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
+
+
+class TestAbandon:
+    def test_ends_the_turn_interrupted_so_the_customer_can_continue(self, staff_client, quarantined, clock, receiver):
+        q = quarantined()
+
+        resolve(staff_client, q["run_id"], "abandon")
+
+        event = resolution_event(q["conversation_id"])
+        assert event.actor == "staff:ops" and json.loads(event.payload)["resolution"] == "abandon"
+        after = state(q["conversation_id"])
+        assert after["run_status"] == "interrupted" and not after["quarantined"]
+        assert ActionLog.objects.get(call_id=q["call_id"]).status == "abandoned"
+        assert receiver.deliveries == []
+        assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
+        continued = conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"],
+                                                               edge="api", now=clock())
+        assert continued["run_id"] != q["run_id"]
+        assert state(q["conversation_id"])["run_status"] == "waiting"  # the new turn asks for approval again
+
+    def test_the_customer_page_offers_continue(self, client, quarantined, staff_user, clock):
+        q = quarantined()
+        actions.resolve_quarantine(run_id=q["run_id"], resolution="abandon", note="", actor="staff:ops", now=clock())
+
+        page = client.get(reverse("widget:conversation", args=[q["conversation_id"]]), {"token": q["token"]}).content.decode()
+
+        assert "Continue" in page and "being checked by our team" not in page
+
+
+class TestResolutionRules:
+    def test_a_second_resolution_is_refused_and_writes_nothing(self, quarantined, clock):
+        q = quarantined()
+        actions.resolve_quarantine(run_id=q["run_id"], resolution="abandon", note="", actor="staff:ops", now=clock())
+
+        with pytest.raises(actions.NotQuarantined):
+            actions.resolve_quarantine(run_id=q["run_id"], resolution="done", note="R-1", actor="staff:eve", now=clock())
+
+        assert Event.objects.filter(conversation_id=q["conversation_id"], kind="quarantine_resolved").count() == 1
+
+    def test_done_needs_the_confirmed_outcome_and_the_form_says_so(self, staff_client, quarantined):
+        q = quarantined()
+
+        response = resolve(staff_client, q["run_id"], "done", "  ")
+
+        assert response.status_code == 422
+        assert "say what outcome you confirmed" in response.content.decode()
+        assert WorkflowLog.objects.get(run_id=q["run_id"]).quarantined
+
+    def test_done_is_refused_once_a_later_turn_has_started(self, quarantined, clock):
+        q = quarantined()
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+
+        with pytest.raises(actions.TurnMovedOn):
+            actions.resolve_quarantine(run_id=q["run_id"], resolution="done", note="R-1", actor="staff:ops", now=clock())
