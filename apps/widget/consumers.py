@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import json
+import time
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
+from apps.api import limits
 from apps.conversations import queries, tokens
 from apps.conversations.broadcast import group_name
 from apps.widget.presenters import page_state
@@ -28,14 +30,27 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         self.token = query.get("token", [""])[0]
         after = query.get("after_seq", ["0"])[0]
         self.after_seq = int(after) if after.isdigit() else 0
+        if not await self._within_limit(limits.check_address, address=(self.scope.get("client") or [""])[0]):
+            return
         grant = await database_sync_to_async(tokens.resolve)(self.token) if self.token else None
         if grant is None or grant.conversation_id != str(self.conversation_id) or not grant.allows("view"):
             await self.close(code=4403)
+            return
+        if not await self._within_limit(limits.check_credential, credential=f"token:{grant.token_id}"):
             return
         self.last_sent = -1
         await self.channel_layer.group_add(group_name(self.conversation_id), self.channel_name)
         await self.accept()
         await self.push()
+
+    async def _within_limit(self, check, **who) -> bool:
+        # The HTTP API's buckets: reconnect storms count against the same address and token.
+        try:
+            await database_sync_to_async(check)(now=time.time(), **who)
+        except limits.RateLimited:
+            await self.close(code=4429)
+            return False
+        return True
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "last_sent", None) is not None:
