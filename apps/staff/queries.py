@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -23,7 +23,6 @@ from apps.api.models import ApiKey
 from apps.conversations import queries as conversation_queries
 from apps.conversations.models import ChatMessage, Conversation, ConversationToken
 from apps.ledger import chain, replay
-from apps.ledger.keys import verification_keys
 from apps.ledger.store import iso
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.staff.models import StaffAuditLog
@@ -265,11 +264,12 @@ def timeline(conversation_id: str) -> tuple[list[dict[str, Any]], chain.VerifyRe
     """
     Return every log entry with its verification mark, and the verification of the whole log.
 
-    The marks follow `verify_chain`: entries before the first bad one verify; the first bad one
-    and every one after it do not (the chain no longer vouches for them).
+    The whole-log result is `replay.verify`'s, the very check of `conversation verify`; the marks
+    follow it: entries before the first bad one verify, the first bad one and every one after it
+    do not (the chain no longer vouches for them).
     """
     entries = replay.stored_entries(conversation_id)
-    result = chain.verify_chain(entries, verification_keys())
+    result = replay.verify(conversation_id)
     bad = result.first_bad_seq
     rows = []
     for position, entry in enumerate(entries, start=1):
@@ -481,5 +481,3 @@ def personas(*, search: str = "", limit: int = 200) -> list[dict[str, Any]]:
     return rows
 
 
-def with_filters(filters: ConversationFilters, **changes: Any) -> ConversationFilters:
-    return replace(filters, **changes)

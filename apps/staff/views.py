@@ -102,7 +102,9 @@ def inspector_live(request: HttpRequest, conversation_id) -> HttpResponse:
     etag = f'"{head}"'
     if request.headers.get("If-None-Match") == etag:
         return HttpResponse(status=304, headers={"ETag": etag})
-    return render(request, "staff/live.html", {"c": _inspection(conversation_id)}, headers={"ETag": etag})
+    response = render(request, "staff/live.html", {"c": _inspection(conversation_id)})
+    response["ETag"] = etag
+    return response
 
 
 def _check(request: HttpRequest, conversation_id, check: dict) -> HttpResponse:
