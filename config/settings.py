@@ -234,3 +234,9 @@ WAYPOINT_RATE_LIMIT_PER_CREDENTIAL = env.int("WAYPOINT_RATE_LIMIT_PER_CREDENTIAL
 
 # --- Operations: /healthz and /readyz for load balancers and Kubernetes probes (deploy/) -------
 INSTALLED_APPS += ["apps.ops"]
+
+# --- People, workspaces, idle close (docs/people.md) -------------------------------------------
+INSTALLED_APPS += ["apps.people", "apps.workspaces"]
+# Each conversation's files and artifacts live under <this>/<conversation id>/.
+WAYPOINT_WORKSPACE_DIR = Path(env.str("WAYPOINT_WORKSPACE_DIR", default=str(DATA_DIR / "workspaces")))
+WAYPOINT_WORKSPACE_MAX_FILE_BYTES = env.int("WAYPOINT_WORKSPACE_MAX_FILE_BYTES", default=5_000_000)

@@ -33,6 +33,9 @@ class ActionCall:
     call_id: str
     tool: dict[str, Any]
     arguments: dict[str, Any]
+    # The handle of this conversation's workspace (apps/workspaces/storage.Workspace): the only
+    # files a tool can reach.
+    workspace: Any = None
 
     @property
     def idempotency_key(self) -> str:
@@ -119,6 +122,72 @@ def _webhook(call: ActionCall) -> Any:
         return {"status": response.status_code}
 
 
+# --- workspace actions (docs/people.md): files and artifacts of the call's own conversation ---
+
+
+def _in_workspace(call: ActionCall, operation: Callable[[Any], Any]) -> Any:
+    if call.workspace is None:
+        raise ActionError(f"{call.tool['name']} needs the conversation's workspace")
+    try:
+        return operation(call.workspace)
+    except ValueError as exc:  # WorkspaceError: a refused path, a symlink, a missing file
+        raise ActionError(str(exc)) from exc
+
+
+def _text_argument(call: ActionCall, name: str, *, required: bool = True) -> str:
+    value = call.arguments.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise ActionError(f"{name} must be text")
+    return value
+
+
+def _write_file(call: ActionCall) -> Any:
+    path, content = _text_argument(call, "path"), _text_argument(call, "content")
+    from django.utils import timezone
+
+    return _in_workspace(call, lambda w: w.write(path, content, now=timezone.now()))
+
+
+def _read_file(call: ActionCall) -> Any:
+    path = _text_argument(call, "path")
+    data = _in_workspace(call, lambda w: w.read(path))
+    try:
+        return {"path": path, "content": data.decode("utf-8")}
+    except UnicodeDecodeError as exc:
+        raise ActionError(f"{path} is not UTF-8 text") from exc
+
+
+def _list_files(call: ActionCall) -> Any:
+    path = _text_argument(call, "path", required=False)
+    return {"path": path or ".", "entries": _in_workspace(call, lambda w: w.list(path))}
+
+
+def _write_artifact(call: ActionCall) -> Any:
+    """An artifact from `content`, or from the workspace file `from_path` (its identity and hash as source)."""
+    from django.utils import timezone
+
+    name = _text_argument(call, "name")
+    media_type = _text_argument(call, "media_type", required=False) or "text/plain"
+    from_path = _text_argument(call, "from_path", required=False)
+    if from_path:
+        content = _in_workspace(call, lambda w: w.read(from_path))
+        identity = f"workspace:{from_path}"
+        revision = "sha256:" + hashlib.sha256(content).hexdigest()
+    else:
+        content = _text_argument(call, "content").encode("utf-8")
+        identity = _text_argument(call, "source", required=False)
+        revision = _text_argument(call, "revision", required=False)
+    return _in_workspace(
+        call,
+        lambda w: w.create_artifact(
+            turn_id=call.turn_id, call_id=call.call_id, name=name, media_type=media_type, content=content,
+            source_identity=identity, source_revision=revision, now=timezone.now(),
+        ),
+    )
+
+
 ACTIONS: dict[str, Action] = {
     a.name: a
     for a in (
@@ -126,5 +195,10 @@ ACTIONS: dict[str, Action] = {
         Action("fail", side_effecting=False, run=_fail),
         Action("sleep", side_effecting=False, run=_sleep),
         Action("webhook", side_effecting=True, run=_webhook),
+        # Idempotent: a re-run writes the same file, or gets the call's artifact back.
+        Action("write_file", side_effecting=False, run=_write_file),
+        Action("read_file", side_effecting=False, run=_read_file),
+        Action("list_files", side_effecting=False, run=_list_files),
+        Action("write_artifact", side_effecting=False, run=_write_artifact),
     )
 }

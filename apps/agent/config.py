@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-BUILTIN_TOOLS = {"complete_conversation", "ask_question"}
-ACTIONS = {"echo", "fail", "sleep", "webhook"}
+BUILTIN_TOOLS = {"complete_conversation", "ask_question", "remember"}
+ACTIONS = {"echo", "fail", "sleep", "webhook", "write_file", "read_file", "list_files", "write_artifact"}
 PROVIDERS = {"scripted", "openai"}
 MODES = {"agent", "simple"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")

@@ -101,6 +101,8 @@ class ScriptedProvider:
         text = text.replace("{message}", request.message).replace(
             "{result}", json.dumps(last_result, sort_keys=True, separators=(", ", ": "))
         )
+        # {memory}: the facts remembered in this conversation (built-in `remember`), or "nothing".
+        text = text.replace("{memory}", "; ".join(request.memory) or "nothing")
         specs = step.get("calls") or ([{"call": step["call"], "arguments": step.get("arguments", {})}] if "call" in step else [])
         calls = [
             ToolCall(call_id=f"call_{index + 1}_{i + 1}", tool=spec["call"], arguments=dict(spec.get("arguments", {})))

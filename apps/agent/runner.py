@@ -48,6 +48,9 @@ from apps.ledger.types import (
     TurnRetried,
 )
 from apps.runs.models import ToolUsageLog, WorkflowLog
+from apps.workspaces import actions as workspace_actions
+from apps.workspaces.queries import active_facts
+from apps.workspaces.storage import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +177,8 @@ def execute_run(run: WorkflowLog, held: lease.Held) -> None:
     tools = [t for t in config.get("tools", [])] + [
         {"name": "ask_question", "kind": "builtin", "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}},
         {"name": "complete_conversation", "kind": "builtin", "parameters": {"type": "object", "properties": {}}},
+        {"name": "remember", "kind": "builtin", "description": "Remember a fact for the later turns of this conversation",
+         "parameters": {"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]}},
     ]
     while True:
         events = store.read(cid, turn_id=run.turn_id)
@@ -185,7 +190,8 @@ def execute_run(run: WorkflowLog, held: lease.Held) -> None:
         if isinstance(step, turns.CallModel):
             history, message = _history(cid, run.dispatched_seq, state)
             request = ModelRequest(
-                history=history, message=message, rounds=turns.past_rounds(state), tools=tools, closing=step.closing
+                history=history, message=message, rounds=turns.past_rounds(state), tools=tools, closing=step.closing,
+                memory=active_facts(cid),
             )
             try:
                 answer = provider.complete(request, on_draft=partial(broadcast.draft_changed, cid, run.run_id, events[-1].seq))
@@ -273,6 +279,13 @@ def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call:
 
 def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held) -> None:
     call = step.call
+    if call.tool == "remember":
+        events = workspace_actions.remember_call(
+            conversation_id=cid, run_id=run.run_id, turn_id=run.turn_id, call_id=call.call_id, arguments=call.arguments,
+            persona=run.caller,
+        )
+        _append(cid, run.turn_id, events, held)
+        return
     if step.tool is None or step.tool.get("kind") == "builtin" or call.tool in BUILTIN_TOOLS:
         error = f"unknown tool {call.tool!r}"
         _append(cid, run.turn_id, [ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=error)], held)
@@ -298,7 +311,7 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
     try:
         if "_malformed_arguments" in call.arguments:
             raise ActionError("the tool call's arguments were not valid JSON; call it again with a JSON object")
-        output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.arguments))
+        output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.arguments, workspace=Workspace(cid, lease=held.token)))
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output=output)
     except ActionError as exc:
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=str(exc))
@@ -337,6 +350,7 @@ def recover_once() -> int:
         else:
             drive(str(cid), recovering=True)
     expire_simple_runs(now=now)
+    workspace_actions.reconcile(now=now)
     return handed
 
 

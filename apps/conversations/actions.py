@@ -43,7 +43,9 @@ from apps.ledger.types import (
     QuestionResponse,
     TurnDispatched,
 )
+from apps.people.queries import participant_personas
 from apps.runs.models import ToolUsageLog, WorkflowLog
+from apps.workspaces.actions import open_runtime, reopen_events
 
 MAX_MESSAGE_CHARS = 20_000
 EDGES = ("link", "widget", "api", "staff")
@@ -135,15 +137,19 @@ def _batch_one(
     prefix: list | None = None,
 ) -> dict[str, Any]:
     turn_id, run_id = new_id("turn"), new_id("run")
+    # Attribution: everyone admitted to the conversation when the turn came (owner first) and the caller.
+    participants = list(dict.fromkeys([*participant_personas(conversation_id), *([persona] if persona else [])]))
     events = [
         *(prefix or []),
+        # A conversation closed for being idle reopens with its next turn (docs/people.md).
+        *reopen_events(conversation_id=conversation_id),
         TurnDispatched(
             run_id=run_id,
             message_id="" if continuation else new_id("msg"),
             text=text,
             edge=edge,
             caller=persona,
-            participants=[persona] if persona else [],
+            participants=participants,
             continuation=continuation,
             mode=mode,
             idempotency_key=idempotency.key if idempotency else "",
@@ -159,6 +165,7 @@ def _batch_one(
             )
         )
     recorded = store.append(conversation_id=conversation_id, events=events, turn_id=turn_id, actor=persona, now=now, head=head)
+    open_runtime(conversation_id=conversation_id, now=now)
     return {"conversation_id": conversation_id, "turn_id": turn_id, "run_id": run_id, "seq": recorded[-1].seq}
 
 

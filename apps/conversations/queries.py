@@ -8,6 +8,7 @@ from apps.actions.models import ActionLog
 from apps.conversations.models import ChatMessage, Conversation
 from apps.ledger.store import iso
 from apps.runs.models import ToolUsageLog, WorkflowLog
+from apps.workspaces.queries import workspace_state
 
 KIND_NAMES = {"client_tool": "client_tool", "approval": "approval", "question": "question"}
 
@@ -72,6 +73,8 @@ def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dic
         "answered_client_actions": answered,
         "tool_summary": summary,
         "progress": [{"text": p["text"], "at": p["at"], "seq": p["seq"]} for p in (run.progress if run else [])],
+        # phase, display_phase, conditions, last_turn_at, visibility, participants, memory, artifacts
+        **workspace_state(conversation, run=run),
     }
 
 

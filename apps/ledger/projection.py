@@ -13,7 +13,11 @@ from typing import Any
 
 from apps.ledger.types import Recorded
 
-STORES = ("conversations", "workflow_logs", "tool_usage_logs", "chat_messages", "action_logs")
+STORES = (
+    "conversations", "workflow_logs", "tool_usage_logs", "chat_messages", "action_logs",
+    # people and workspaces (docs/people.md)
+    "participants", "memories", "artifacts", "closures",
+)
 
 # Each store's key fields, in order.
 KEYS: dict[str, tuple[str, ...]] = {
@@ -22,6 +26,10 @@ KEYS: dict[str, tuple[str, ...]] = {
     "tool_usage_logs": ("run_id", "call_id"),
     "chat_messages": ("id",),
     "action_logs": ("turn_id", "call_id"),
+    "participants": ("conversation_id", "persona"),
+    "memories": ("fact_id",),
+    "artifacts": ("artifact_id",),
+    "closures": ("conversation_id", "closed_seq"),
 }
 
 
@@ -355,6 +363,96 @@ def changes(conversation_id: str, rec: Recorded) -> list[Change]:
         return [Change("conversations", conv, set={"status": "completed", "completed_at": rec.created_at})]
     if k == "repair":
         return []
+    if k in PEOPLE_KINDS:
+        return _people(conversation_id, rec)
+    raise ValueError(f"unknown event kind {k!r}")
+
+
+# --- people, memory, artifacts, idle close (docs/people.md) -------------------------------------
+
+PEOPLE_KINDS = {
+    "participant_added", "participant_removed", "participant_token_issued", "memory_remembered", "memory_cleared",
+    "artifact_created", "artifact_acknowledged", "conversation_closed", "conversation_reopened",
+}
+
+
+def _people(conversation_id: str, rec: Recorded) -> list[Change]:
+    p = rec.payload
+    k = rec.kind
+    conv = (conversation_id,)
+    if k == "participant_added":
+        values = {
+            "permissions": p["permissions"], "status": "active", "added_by": p["added_by"], "added_at": rec.created_at,
+            "removed_by": "", "removed_at": None,
+        }
+        key = (conversation_id, p["persona"])
+        row = (
+            Change("participants", key, set=values)
+            if p.get("again")
+            else Change("participants", key, create={"conversation_id": conversation_id, "persona": p["persona"], **values})
+        )
+        return [row, Change("conversations", conv, set={"visibility": "shared"})]
+    if k == "participant_removed":
+        return [
+            Change(
+                "participants", (conversation_id, p["persona"]),
+                set={"status": "removed", "removed_by": p["removed_by"], "removed_at": rec.created_at},
+            )
+        ]
+    if k == "participant_token_issued":
+        return []
+    if k == "memory_remembered":
+        return [
+            Change(
+                "memories",
+                (p["fact_id"],),
+                create={
+                    "fact_id": p["fact_id"], "run_id": p["run_id"], "turn_id": rec.turn_id, "call_id": p["call_id"],
+                    "text": p["text"], "persona": p.get("persona", ""), "status": "active",
+                    "remembered_at": rec.created_at, "cleared_by": "", "cleared_at": None,
+                },
+            )
+        ]
+    if k == "memory_cleared":
+        # The text is blanked in the store; the log keeps what was said, as it keeps every message.
+        return [
+            Change("memories", (fact_id,), set={"status": "cleared", "text": "", "cleared_by": p["cleared_by"], "cleared_at": rec.created_at})
+            for fact_id in p["fact_ids"]
+        ]
+    if k == "artifact_created":
+        return [
+            Change(
+                "artifacts",
+                (p["artifact_id"],),
+                create={
+                    "artifact_id": p["artifact_id"], "run_id": p["run_id"], "turn_id": rec.turn_id, "call_id": p["call_id"],
+                    "name": p["name"], "media_type": p["media_type"], "sha256": p["sha256"], "size": p["size"],
+                    "path": p["path"], "source_identity": p["source_identity"], "source_revision": p.get("source_revision", ""),
+                    "status": "created", "created_at": rec.created_at, "acknowledged_by": "", "acknowledged_at": None,
+                },
+            )
+        ]
+    if k == "artifact_acknowledged":
+        return [
+            Change(
+                "artifacts", (p["artifact_id"],),
+                set={"status": "acknowledged", "acknowledged_by": p["acknowledged_by"], "acknowledged_at": rec.created_at},
+            )
+        ]
+    if k == "conversation_closed":
+        return [
+            Change(
+                "closures",
+                (conversation_id, rec.seq),
+                create={
+                    "conversation_id": conversation_id, "closed_seq": rec.seq, "reason": p["reason"], "closed_at": rec.created_at,
+                    "last_turn_at": p["last_turn_at"], "idle_timeout_seconds": p["idle_timeout_seconds"],
+                    "reopened_seq": None, "reopened_at": None,
+                },
+            )
+        ]
+    if k == "conversation_reopened":
+        return [Change("closures", (conversation_id, p["closed_seq"]), set={"reopened_seq": rec.seq, "reopened_at": rec.created_at})]
     raise ValueError(f"unknown event kind {k!r}")
 
 

@@ -25,7 +25,9 @@ from apps.ledger.keys import signing_key
 from apps.ledger.models import Event
 from apps.ledger.projection import KEYS, Change, apply_change, changes
 from apps.ledger.types import EventKind, Recorded
+from apps.people.models import Participant
 from apps.runs.models import ToolUsageLog, WorkflowLog
+from apps.workspaces.models import Artifact, Closure, Memory
 
 MODELS: dict[str, type[models.Model]] = {
     "conversations": Conversation,
@@ -33,6 +35,10 @@ MODELS: dict[str, type[models.Model]] = {
     "tool_usage_logs": ToolUsageLog,
     "chat_messages": ChatMessage,
     "action_logs": ActionLog,
+    "participants": Participant,
+    "memories": Memory,
+    "artifacts": Artifact,
+    "closures": Closure,
 }
 
 

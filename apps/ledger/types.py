@@ -248,6 +248,88 @@ class Repair(EventKind):
     reason: str = ""
 
 
+# --- people, memory, workspace artifacts, idle close (docs/people.md) ----------------------------
+
+
+@_kind("participant_added")
+@dataclass(frozen=True)
+class ParticipantAdded(EventKind):
+    persona: str
+    permissions: list
+    added_by: str
+    again: bool = False  # the persona was a participant before and was removed
+
+
+@_kind("participant_removed")
+@dataclass(frozen=True)
+class ParticipantRemoved(EventKind):
+    persona: str
+    removed_by: str
+
+
+@_kind("participant_token_issued")
+@dataclass(frozen=True)
+class ParticipantTokenIssued(EventKind):
+    persona: str
+    token_id: str
+    edge: str
+    permissions: list
+    issued_by: str
+
+
+@_kind("memory_remembered")
+@dataclass(frozen=True)
+class MemoryRemembered(EventKind):
+    run_id: str
+    call_id: str
+    fact_id: str
+    text: str
+    persona: str = ""  # the caller of the turn whose agent remembered it
+
+
+@_kind("memory_cleared")
+@dataclass(frozen=True)
+class MemoryCleared(EventKind):
+    fact_ids: list
+    cleared_by: str
+
+
+@_kind("artifact_created")
+@dataclass(frozen=True)
+class ArtifactCreated(EventKind):
+    run_id: str
+    call_id: str
+    artifact_id: str
+    name: str
+    media_type: str
+    sha256: str
+    size: int
+    path: str  # relative to the conversation's workspace
+    source_identity: str
+    source_revision: str = ""
+
+
+@_kind("artifact_acknowledged")
+@dataclass(frozen=True)
+class ArtifactAcknowledged(EventKind):
+    artifact_id: str
+    acknowledged_by: str
+
+
+@_kind("conversation_closed")
+@dataclass(frozen=True)
+class ConversationClosed(EventKind):
+    reason: str  # idle
+    last_turn_at: str
+    idle_timeout_seconds: int
+
+
+@_kind("conversation_reopened")
+@dataclass(frozen=True)
+class ConversationReopened(EventKind):
+    closed_seq: int  # the conversation_closed entry this reopens
+
+
 def decode(kind: str, payload: dict[str, Any]) -> EventKind:
     """
     Turn a stored kind and payload back into its dataclass.

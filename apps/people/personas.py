@@ -1,0 +1,58 @@
+"""
+Persona identities (PRODUCT.md vocabulary "persona").
+
+Pure: no Django. A persona is `provider:external_id` or `provider:scope:external_id`, for example
+`shop:customer-42` or `okta:acme:alice@acme.com`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PERMISSIONS = ("view", "write", "answer_client_actions", "approve")
+# The same shape the API accepts (apps/api/auth.PERSONA_PATTERN).
+PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}(:[A-Za-z0-9_.@+\-]{1,100}){1,2}$"
+_PERSONA = re.compile(PATTERN)
+
+
+class InvalidPersona(ValueError):
+    """Not `provider:external_id` or `provider:scope:external_id`."""
+
+
+@dataclass(frozen=True)
+class Persona:
+    provider: str
+    scope: str  # "" for provider:external_id
+    external_id: str
+
+    def __str__(self) -> str:
+        return ":".join(part for part in (self.provider, self.scope, self.external_id) if part)
+
+
+def parse_persona(value: object) -> Persona:
+    """
+    Split a persona identity into provider, scope and external id.
+
+    :raises InvalidPersona: not `provider:external_id` or `provider:scope:external_id`
+    """
+    if not isinstance(value, str) or not _PERSONA.match(value):
+        raise InvalidPersona(f"{value!r} is not a persona: use provider:external_id or provider:scope:external_id")
+    parts = value.split(":")
+    if len(parts) == 2:
+        return Persona(parts[0], "", parts[1])
+    return Persona(parts[0], parts[1], parts[2])
+
+
+def check_permissions(value: object) -> list[str]:
+    """
+    Return permissions in their canonical order, without repeats.
+
+    :raises ValueError: not a list of known permissions
+    """
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise ValueError("permissions must be a list of names")
+    unknown = sorted(set(value) - set(PERMISSIONS))
+    if unknown:
+        raise ValueError(f"unknown permissions {unknown}; known: {list(PERMISSIONS)}")
+    return [p for p in PERMISSIONS if p in value]

@@ -1,0 +1,265 @@
+"""
+Writes of a conversation's workspace state: memory, artifact acknowledgments, idle close,
+reopening and the retention reconciler.
+
+Each write that changes what the log says appends a signed entry in one transaction with the
+conversation row locked; runtime clean-up (files, lease and runtime rows) never touches messages,
+logs or events.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from apps.agent.models import Assistant
+from apps.conversations.errors import BadInput, NotFound
+from apps.conversations.models import Conversation, Lease
+from apps.ledger import store
+from apps.ledger.types import (
+    ActionFinished,
+    ActionStarted,
+    ArtifactAcknowledged,
+    ConversationClosed,
+    ConversationReopened,
+    EventKind,
+    MemoryCleared,
+    MemoryRemembered,
+)
+from apps.people.actions import check_persona
+from apps.runs.models import WorkflowLog
+from apps.workspaces.models import Artifact, Closure, Memory, Runtime
+from apps.workspaces.policy import MalformedDuration, idle_due, idle_timeout_seconds, parse_duration
+from apps.workspaces.queries import artifact_dict, open_closure
+from apps.workspaces.storage import Workspace
+
+log = logging.getLogger(__name__)
+
+MAX_FACT_CHARS = 1000
+MAX_FACTS = 200
+OPEN_RUNS = ("running", "waiting")
+
+
+def _locked(conversation_id: str) -> Conversation:
+    conversation = Conversation.objects.select_for_update(no_key=True).filter(id=conversation_id).first()
+    if conversation is None:
+        raise NotFound("no such conversation")
+    return conversation
+
+
+def _append(conversation: Conversation, events: list[EventKind], *, actor: str, now: datetime, turn_id: str = "") -> None:
+    store.append(
+        conversation_id=str(conversation.id), events=events, turn_id=turn_id, actor=actor, now=now,
+        head=(conversation.head_seq, conversation.head_hash),
+    )
+
+
+# --- memory -------------------------------------------------------------------------------------
+
+
+def remember_call(*, conversation_id: str, run_id: str, turn_id: str, call_id: str, arguments: Any, persona: str) -> list[EventKind]:
+    """
+    Return the entries that execute one call of the built-in `remember` tool ({"fact": str}).
+
+    The runner appends them as one batch: the action log opens and closes with the fact recorded
+    in between, so a crash cannot leave the call half done. An unusable fact becomes an error
+    result the model sees.
+    """
+    fact = arguments.get("fact") if isinstance(arguments, dict) else None
+    started = ActionStarted(run_id=run_id, call_id=call_id, tool="remember", action="remember", arguments=arguments
+                            if isinstance(arguments, dict) else {}, side_effecting=False, idempotency_key=f"{turn_id}:{call_id}")
+    problem = ""
+    if not isinstance(fact, str) or not fact.strip():
+        problem = 'remember needs {"fact": "<text>"}'
+    elif len(fact) > MAX_FACT_CHARS:
+        problem = f"a fact may have at most {MAX_FACT_CHARS} characters"
+    elif Memory.objects.filter(conversation_id=conversation_id, status="active").count() >= MAX_FACTS:
+        problem = f"memory is full ({MAX_FACTS} facts); ask the person to clear some"
+    if problem:
+        return [started, ActionFinished(run_id=run_id, call_id=call_id, tool="remember", ok=False, error=problem)]
+    fact_id = f"fact_{secrets.token_hex(10)}"
+    return [
+        started,
+        MemoryRemembered(run_id=run_id, call_id=call_id, fact_id=fact_id, text=fact.strip(), persona=persona),
+        ActionFinished(run_id=run_id, call_id=call_id, tool="remember", ok=True, output={"remembered": fact.strip(), "fact_id": fact_id}),
+    ]
+
+
+def clear_memory(*, conversation_id: str, persona: str, now: datetime, fact_ids: list[str] | None = None) -> dict[str, Any]:
+    """
+    Clear remembered facts (all of them, or those named); clearing is a log entry.
+
+    A cleared fact never reaches the model again. Clearing nothing records nothing.
+    :raises BadInput: a malformed persona or fact id list
+    :raises NotFound: no such conversation, or a named fact is not remembered there
+    """
+    persona = check_persona(persona)
+    if fact_ids is not None and (not isinstance(fact_ids, list) or not all(isinstance(f, str) for f in fact_ids)):
+        raise BadInput("fact_ids must be a list of fact ids")
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        active = Memory.objects.filter(conversation_id=conversation.id, status="active")
+        if fact_ids is not None:
+            found = set(active.filter(fact_id__in=fact_ids).values_list("fact_id", flat=True))
+            unknown = sorted(set(fact_ids) - found)
+            if unknown:
+                raise NotFound(f"no remembered fact {unknown[0]} in this conversation")
+            active = active.filter(fact_id__in=fact_ids)
+        cleared = list(active.order_by("remembered_at", "fact_id").values_list("fact_id", flat=True))
+        if cleared:
+            _append(conversation, [MemoryCleared(fact_ids=cleared, cleared_by=persona)], actor=persona, now=now)
+    return {"cleared": cleared}
+
+
+# --- artifacts ----------------------------------------------------------------------------------
+
+
+def acknowledge_artifact(*, conversation_id: str, artifact_id: str, persona: str, now: datetime) -> dict[str, Any]:
+    """
+    Record that the application received an artifact.
+
+    Idempotent: acknowledging again returns the artifact as it is and records nothing.
+    :raises NotFound: no such conversation, or no such artifact in it
+    :raises BadInput: a malformed persona
+    """
+    from apps.conversations import faults
+
+    persona = check_persona(persona)
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        artifact = Artifact.objects.filter(conversation_id=conversation.id, artifact_id=artifact_id).first()
+        if artifact is None:
+            raise NotFound("no such artifact in this conversation")
+        if artifact.status != "acknowledged":
+            _append(conversation, [ArtifactAcknowledged(artifact_id=artifact_id, acknowledged_by=persona)],
+                    actor=persona, now=now, turn_id=artifact.turn_id)
+            transaction.on_commit(partial(faults.reach, "after_artifact_ack"))
+            artifact.refresh_from_db()
+    return artifact_dict(artifact)
+
+
+# --- idle close, reopening, retention -----------------------------------------------------------
+
+
+def reopen_events(*, conversation_id: str) -> list[EventKind]:
+    """
+    Return the entry that reopens a closed conversation, for the batch one of its next turn.
+
+    Call with the conversation row locked. The turn's `turn_dispatched` resets the idle timer.
+    """
+    closure = open_closure(conversation_id)
+    return [] if closure is None else [ConversationReopened(closed_seq=closure.closed_seq)]
+
+
+def open_runtime(*, conversation_id: str, now: datetime) -> None:
+    """Make sure a conversation taking a turn has an open runtime record (after batch one's append)."""
+    row, created = Runtime.objects.get_or_create(conversation_id=conversation_id, defaults={"opened_at": now})
+    if not created and row.closed_at is not None:
+        Runtime.objects.filter(conversation_id=conversation_id).update(closed_at=None, opened_at=now)
+
+
+def close_if_idle(*, conversation_id: str, now: datetime) -> bool:
+    """
+    Close a conversation that has been idle for its timeout: a `conversation_closed` entry, its
+    lease row deleted and its workspace runtime released (files and artifacts stay).
+
+    Not idle: completed, already closed, a run running or waiting, a live lease, a zero timeout or
+    no last turn. Returns whether it closed.
+    """
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        timeout = idle_timeout_seconds(conversation.assistant.config, settings.WAYPOINT_IDLE_TIMEOUT_SECONDS)
+        if conversation.status == "completed" or open_closure(str(conversation.id)) is not None:
+            return False
+        if not idle_due(last_turn_at=conversation.last_turn_at, timeout_seconds=timeout, now=now):
+            return False
+        if WorkflowLog.objects.filter(conversation_id=conversation.id, status__in=OPEN_RUNS, quarantined=False).exists():
+            return False
+        if Lease.objects.filter(conversation_id=conversation.id, expires_at__gt=now).exclude(holder="").exists():
+            return False
+        event = ConversationClosed(reason="idle", last_turn_at=store.iso(conversation.last_turn_at), idle_timeout_seconds=timeout)
+        _append(conversation, [event], actor="system", now=now)
+        Lease.objects.filter(conversation_id=conversation.id).delete()
+        Runtime.objects.filter(conversation_id=conversation.id).update(closed_at=now)
+        transaction.on_commit(Workspace(str(conversation.id)).release_runtime)
+    return True
+
+
+def close_idle_conversations(*, now: datetime, limit: int = 100) -> list[str]:
+    """
+    Close every conversation idle for its assistant's timeout (or the deployment's); return their ids.
+
+    Candidates are found per timeout so that the database does the filtering.
+    """
+    by_timeout: dict[int, list] = {}
+    for assistant_id, config in Assistant.objects.values_list("id", "config"):
+        timeout = idle_timeout_seconds(config or {}, settings.WAYPOINT_IDLE_TIMEOUT_SECONDS)
+        if timeout:
+            by_timeout.setdefault(timeout, []).append(assistant_id)
+    closed: list[str] = []
+    for timeout, assistant_ids in sorted(by_timeout.items()):
+        due = (
+            Conversation.objects.filter(
+                assistant_id__in=assistant_ids, status="active", last_turn_at__lte=now - timedelta(seconds=timeout)
+            )
+            .exclude(id__in=Closure.objects.filter(reopened_seq__isnull=True).values("conversation_id"))
+            .exclude(id__in=WorkflowLog.objects.filter(status__in=OPEN_RUNS, quarantined=False).values("conversation_id"))
+            .order_by("last_turn_at")
+            .values_list("id", flat=True)[:limit]
+        )
+        for conversation_id in due:
+            if close_if_idle(conversation_id=str(conversation_id), now=now):
+                closed.append(str(conversation_id))
+    return closed
+
+
+_reported: set[str] = set()
+
+
+def retention_window():
+    """
+    The deployment's retention window, or None (deletion disabled) for a malformed setting.
+
+    The reason is logged once per process and setting.
+    """
+    try:
+        return parse_duration(settings.WAYPOINT_RETENTION)
+    except MalformedDuration as exc:
+        if settings.WAYPOINT_RETENTION not in _reported:
+            _reported.add(settings.WAYPOINT_RETENTION)
+            log.error("WAYPOINT_RETENTION is malformed, so closed runtime records are never deleted: %s", exc)
+        return None
+
+
+def delete_expired_runtimes(*, now: datetime, limit: int = 200) -> int | None:
+    """
+    Delete the runtime records of conversations closed for longer than the retention window.
+
+    Only conversations still closed are touched; messages, logs, events, files and artifacts are
+    not. Returns how many were deleted, or None when a malformed setting disables deletion.
+    """
+    window = retention_window()
+    if window is None:
+        return None
+    deleted = 0
+    due = Runtime.objects.filter(closed_at__isnull=False, closed_at__lte=now - window).values_list("conversation_id", flat=True)[:limit]
+    for conversation_id in due:
+        with transaction.atomic():
+            _locked(str(conversation_id))
+            if open_closure(str(conversation_id)) is None:
+                continue  # reopened meanwhile: its runtime is in use again
+            deleted += Runtime.objects.filter(conversation_id=conversation_id, closed_at__lte=now - window).delete()[0]
+            Lease.objects.filter(conversation_id=conversation_id).delete()
+            transaction.on_commit(Workspace(str(conversation_id)).release_runtime)
+    return deleted
+
+
+def reconcile(*, now: datetime) -> dict[str, Any]:
+    """Run one pass of idle close and retention (called by the runner's recovery loop)."""
+    return {"closed": close_idle_conversations(now=now), "deleted": delete_expired_runtimes(now=now)}

@@ -1,0 +1,240 @@
+"""
+Reads of a conversation's workspace state: memory, artifacts and their recovery state, lifecycle
+phase and conditions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from typing import Any
+
+from apps.actions.models import ActionLog
+from apps.conversations.models import Conversation
+from apps.ledger.store import iso
+from apps.runs.models import WorkflowLog
+from apps.workspaces.models import Artifact, Closure, Memory
+from apps.workspaces.storage import Workspace, WorkspaceError, segment
+
+ARTIFACT_ACTION = "write_artifact"
+# What `artifact_recovery_state` can say about one tool call (docs/people.md "Artifacts").
+OUTCOMES = ("pending", "failed", "missing", "duplicate", "unrecorded", "unacknowledged", "acknowledged")
+
+
+def _when(value) -> str | None:
+    return iso(value) if value else None
+
+
+# --- memory --------------------------------------------------------------------------------------
+
+
+def list_memory(conversation: Conversation) -> list[dict[str, Any]]:
+    """Return the facts the agent of this conversation currently remembers, oldest first."""
+    return [
+        {"fact_id": m.fact_id, "text": m.text, "persona": m.persona, "turn_id": m.turn_id, "remembered_at": _when(m.remembered_at)}
+        for m in Memory.objects.filter(conversation_id=conversation.id, status="active").order_by("remembered_at", "fact_id")
+    ]
+
+
+def active_facts(conversation_id: str) -> list[str]:
+    """The remembered facts a model is given (never a cleared one)."""
+    return list(
+        Memory.objects.filter(conversation_id=conversation_id, status="active")
+        .order_by("remembered_at", "fact_id")
+        .values_list("text", flat=True)
+    )
+
+
+# --- artifacts ----------------------------------------------------------------------------------
+
+
+def artifact_dict(artifact: Artifact) -> dict[str, Any]:
+    return {
+        "artifact_id": artifact.artifact_id,
+        "turn_id": artifact.turn_id,
+        "call_id": artifact.call_id,
+        "name": artifact.name,
+        "media_type": artifact.media_type,
+        "sha256": artifact.sha256,
+        "size": artifact.size,
+        "path": artifact.path,
+        "source": {"identity": artifact.source_identity, "revision": artifact.source_revision},
+        "status": artifact.status,
+        "created_at": _when(artifact.created_at),
+        "acknowledged_by": artifact.acknowledged_by,
+        "acknowledged_at": _when(artifact.acknowledged_at),
+    }
+
+
+def artifacts(conversation: Conversation) -> list[dict[str, Any]]:
+    """Return a conversation's artifacts, oldest first."""
+    return [
+        artifact_dict(a)
+        for a in Artifact.objects.filter(conversation_id=conversation.id).order_by("created_at", "artifact_id")
+    ]
+
+
+def _content_ok(workspace: Workspace, artifact: Artifact) -> bool:
+    try:
+        content = workspace.artifact_content(artifact.path)
+    except WorkspaceError:
+        return False
+    return hashlib.sha256(content).hexdigest() == artifact.sha256
+
+
+def _outcome(action: ActionLog | None, records: list[Artifact], stray: list[str], content_ok: bool) -> tuple[str, str]:
+    if len(records) > 1:
+        return "duplicate", f"{len(records)} artifact records for one call"
+    if records and stray:
+        return "duplicate", "files for this call that no artifact record points to"
+    if records:
+        if not content_ok:
+            return "missing", "recorded, but its content is gone from the workspace or no longer matches its hash"
+        if records[0].status == "acknowledged":
+            return "acknowledged", ""
+        return "unacknowledged", "exists; the application has not acknowledged receipt"
+    if action is None:
+        return "unrecorded", "files in the workspace that no tool call or artifact record accounts for"
+    if action.status == "succeeded":
+        return "missing", "the call ran but no artifact exists"
+    if action.status in ("failed", "abandoned"):
+        return "failed", "the call failed without an artifact"
+    return "pending", "the call has not finished; recovery runs it again (it is idempotent)"
+
+
+def artifact_recovery_state(conversation: Conversation) -> list[dict[str, Any]]:
+    """
+    Say, per tool call that makes or made an artifact, what exists after a crash.
+
+    Tells apart `missing` (the call ran, no artifact), `duplicate` (two artifacts for one call,
+    or files for a recorded call that no record points to: only damaged data can show this) and
+    `unacknowledged` (exists, receipt not acknowledged), besides `acknowledged`, `pending` (not
+    finished: recovery re-runs it), `failed` and `unrecorded` (files no call accounts for).
+    """
+    cid = str(conversation.id)
+    actions = {(a.turn_id, a.call_id): a for a in ActionLog.objects.filter(conversation_id=cid, action=ARTIFACT_ACTION)}
+    records: dict[tuple[str, str], list[Artifact]] = defaultdict(list)
+    for artifact in Artifact.objects.filter(conversation_id=cid).order_by("created_at", "artifact_id"):
+        records[(artifact.turn_id, artifact.call_id)].append(artifact)
+    workspace = Workspace(cid)
+    on_disk = workspace.artifact_files()
+    known = {*actions, *records}
+    by_directory = {(segment(t), segment(c)): (t, c) for t, c in known}
+    for directory in on_disk:
+        known.add(by_directory.get(directory, directory))
+    out = []
+    for key in known:
+        action, recs = actions.get(key), records.get(key, [])
+        files = on_disk.get((segment(key[0]), segment(key[1])), [])
+        stray = [f for f in files if f not in {r.path for r in recs}]
+        content_ok = len(recs) == 1 and _content_ok(workspace, recs[0])
+        outcome, detail = _outcome(action, recs, stray, content_ok)
+        out.append({
+            "turn_id": key[0],
+            "call_id": key[1],
+            "tool": action.tool if action else (recs[0].name if recs else ""),
+            "call_status": action.status if action else "",
+            "outcome": outcome,
+            "detail": detail,
+            "artifacts": [artifact_dict(r) for r in recs],
+            "stray_files": stray,
+            "_order": iso(action.started_at) if action else (iso(recs[0].created_at) if recs else ""),
+        })
+    out.sort(key=lambda item: (item.pop("_order"), item["turn_id"], item["call_id"]))
+    return out
+
+
+# --- lifecycle ----------------------------------------------------------------------------------
+
+
+def open_closure(conversation_id: str) -> Closure | None:
+    """The close a conversation is in now, or None while it is open."""
+    return Closure.objects.filter(conversation_id=conversation_id, reopened_seq__isnull=True).order_by("-closed_seq").first()
+
+
+def lifecycle_phase(conversation: Conversation) -> str:
+    """`completed`, `closed` (idle; the next turn reopens it) or `open`."""
+    if conversation.status == "completed":
+        return "completed"
+    return "closed" if open_closure(str(conversation.id)) is not None else "open"
+
+
+def display_phase(phase: str, run: WorkflowLog | None) -> str:
+    """The one-word display phase: Completed, Closed, Interrupted, Waiting or Active."""
+    if phase == "completed":
+        return "Completed"
+    if phase == "closed":
+        return "Closed"
+    if run is not None and run.status in ("interrupted", "failed", "expired"):
+        return "Interrupted"
+    if run is not None and run.status == "waiting":
+        return "Waiting"
+    return "Active"
+
+
+def _condition(kind: str, status: bool, reason: str, message: str, at) -> dict[str, Any]:
+    return {"type": kind, "status": "True" if status else "False", "reason": reason, "message": message,
+            "last_transition_time": _when(at)}
+
+
+def conditions(conversation: Conversation, *, phase: str, run: WorkflowLog | None,
+               recovery: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """
+    Return the standard `Ready`, `Progressing` and `Degraded` conditions of a conversation.
+
+    Ready: it accepts a new turn. Progressing: a run is executing. Degraded: its latest run ended
+    badly or an artifact is missing or duplicated.
+    """
+    closure = open_closure(str(conversation.id)) if phase == "closed" else None
+    since = run.updated_at if run is not None else conversation.created_at
+    status = run.status if run is not None else ""
+    if phase == "completed":
+        ready = _condition("Ready", False, "Completed", "The conversation is complete and read-only.", conversation.completed_at)
+    elif run is not None and run.quarantined:
+        ready = _condition("Ready", False, "Quarantined", "A turn is quarantined: staff must resolve it.", since)
+    elif status == "running":
+        ready = _condition("Ready", False, "TurnRunning", "A turn is running.", since)
+    elif status == "waiting":
+        ready = _condition("Ready", False, "WaitingForPerson", "A turn waits for an answer.", since)
+    elif closure is not None:
+        ready = _condition("Ready", True, "Closed", "Closed after being idle; the next turn reopens it.", closure.closed_at)
+    else:
+        ready = _condition("Ready", True, "Idle", "Ready for the next turn.", since)
+    if status == "running":
+        progressing = _condition("Progressing", True, "Running", "A turn is running.", since)
+    else:
+        reason = {"waiting": "Waiting", "completed": "TurnComplete"}.get(status, status.capitalize() or "NoTurn")
+        progressing = _condition("Progressing", False, reason, "No turn is running.", since)
+    bad = [item for item in (recovery or []) if item["outcome"] in ("missing", "duplicate", "unrecorded")]
+    if run is not None and (run.quarantined or status in ("interrupted", "failed", "expired")):
+        reason = "Quarantined" if run.quarantined else status.capitalize()
+        degraded = _condition("Degraded", True, reason, run.error or f"The latest turn is {status}.", since)
+    elif bad:
+        outcome = bad[0]["outcome"]
+        degraded = _condition("Degraded", True, f"Artifact{outcome.capitalize()}",
+                              f"{len(bad)} tool call(s) with a {outcome} artifact: {bad[0]['detail']}", since)
+    else:
+        degraded = _condition("Degraded", False, "AsExpected", "", since)
+    return [ready, progressing, degraded]
+
+
+def workspace_state(conversation: Conversation, *, run: WorkflowLog | None) -> dict[str, Any]:
+    """The fields this app adds to `conversation_state`: phase, conditions, participants, memory, artifacts."""
+    from apps.people.queries import participants
+
+    phase = lifecycle_phase(conversation)
+    has_artifacts = (
+        Artifact.objects.filter(conversation_id=conversation.id).exists()
+        or ActionLog.objects.filter(conversation_id=conversation.id, action=ARTIFACT_ACTION).exists()
+    )
+    recovery = artifact_recovery_state(conversation) if has_artifacts else []
+    return {
+        "phase": phase,
+        "display_phase": display_phase(phase, run),
+        "conditions": conditions(conversation, phase=phase, run=run, recovery=recovery),
+        "last_turn_at": _when(conversation.last_turn_at),
+        "visibility": conversation.visibility,
+        "participants": participants(conversation),
+        "memory": list_memory(conversation),
+        "artifacts": artifacts(conversation),
+    }
