@@ -81,7 +81,12 @@ def public_key_from_b64(public_b64: str) -> Ed25519PublicKey:
 def signature_valid(public: Ed25519PublicKey, digest_hex: str, signature_b64: str) -> bool:
     """Check one signature; any malformed input counts as invalid."""
     try:
-        public.verify(base64.b64decode(signature_b64, validate=True), bytes.fromhex(digest_hex))
+        raw = base64.b64decode(signature_b64, validate=True)
+        # b64decode ignores the unused low bits of the last character: without this check a
+        # flipped bit there would leave the signature "valid" though its stored text changed.
+        if base64.b64encode(raw).decode("ascii") != signature_b64:
+            return False
+        public.verify(raw, bytes.fromhex(digest_hex))
     except (InvalidSignature, ValueError):
         return False
     return True
@@ -100,6 +105,8 @@ class StoredEntry:
     hash: str
     signature: str
     key_id: str
+    # The payload as stored, when it is stored as text: it must be the canonical form itself.
+    payload_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,33 @@ class VerifyResult:
     checked: int
     first_bad_seq: int | None = None
     problem: str = ""
+
+
+def entry_problem(entry: StoredEntry, prev_hash: str, public_keys: dict[str, Ed25519PublicKey]) -> str:
+    """Say why one entry is not authentic when chained onto `prev_hash`; "" when it is."""
+    if entry.prev_hash != prev_hash:
+        return "prev_hash does not link to the entry before"
+    if not isinstance(entry.payload, dict):
+        return "payload is not a JSON object"
+    if entry.payload_text is not None and rfc8785.dumps(entry.payload).decode("utf-8") != entry.payload_text:
+        return "payload is not stored in its canonical form"
+    body = canonical(
+        partition=entry.partition,
+        seq=entry.seq,
+        kind=entry.kind,
+        turn_id=entry.turn_id,
+        payload=entry.payload,
+        actor=entry.actor,
+        created_at=entry.created_at,
+    )
+    if entry_hash(prev_hash, body) != entry.hash:
+        return "hash does not match the content"
+    public = public_keys.get(entry.key_id)
+    if public is None:
+        return f"unknown key id {entry.key_id!r}"
+    if not signature_valid(public, entry.hash, entry.signature):
+        return "signature does not verify"
+    return ""
 
 
 def verify_chain(entries: list[StoredEntry], public_keys: dict[str, Ed25519PublicKey]) -> VerifyResult:
@@ -121,25 +155,8 @@ def verify_chain(entries: list[StoredEntry], public_keys: dict[str, Ed25519Publi
     for expected_seq, entry in enumerate(entries, start=1):
         if entry.seq != expected_seq:
             return VerifyResult(False, expected_seq - 1, entry.seq, f"expected seq {expected_seq}, found {entry.seq}")
-        if entry.prev_hash != prev:
-            return VerifyResult(False, expected_seq - 1, entry.seq, "prev_hash does not link to the entry before")
-        if not isinstance(entry.payload, dict):
-            return VerifyResult(False, expected_seq - 1, entry.seq, "payload is not a JSON object")
-        body = canonical(
-            partition=entry.partition,
-            seq=entry.seq,
-            kind=entry.kind,
-            turn_id=entry.turn_id,
-            payload=entry.payload,
-            actor=entry.actor,
-            created_at=entry.created_at,
-        )
-        if entry_hash(prev, body) != entry.hash:
-            return VerifyResult(False, expected_seq - 1, entry.seq, "hash does not match the content")
-        public = public_keys.get(entry.key_id)
-        if public is None:
-            return VerifyResult(False, expected_seq - 1, entry.seq, f"unknown key id {entry.key_id!r}")
-        if not signature_valid(public, entry.hash, entry.signature):
-            return VerifyResult(False, expected_seq - 1, entry.seq, "signature does not verify")
+        problem = entry_problem(entry, prev, public_keys)
+        if problem:
+            return VerifyResult(False, expected_seq - 1, entry.seq, problem)
         prev = entry.hash
     return VerifyResult(True, len(entries))

@@ -463,9 +463,15 @@ class Folded:
     rows: dict[str, dict[tuple, dict[str, Any]]] = field(default_factory=lambda: {s: {} for s in STORES})
 
 
-def fold(conversation_id: str, events: list[Recorded]) -> Folded:
-    """Rebuild the four stores of one conversation from its log, calling no model or tool."""
-    state = Folded()
+def fold(conversation_id: str, events: list[Recorded], state: Folded | None = None) -> Folded:
+    """
+    Rebuild the four stores of one conversation from its log, calling no model or tool.
+
+    With `state`, continue folding onto it (in place) instead of starting empty.
+    :raises ValueError: an event is of an unknown kind or does not apply to the state so far
+    :raises KeyError: an event lacks a field its kind needs
+    """
+    state = Folded() if state is None else state
     for rec in events:
         for change in changes(conversation_id, rec):
             table = state.rows[change.store]

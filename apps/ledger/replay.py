@@ -1,21 +1,62 @@
 """
 Replay and verification of a conversation's log (the `conversation` command and staff buttons).
 
-Both read only. `replay` folds the log into the four stores, calling no model or tool, and
-compares the result with the stored rows; `verify` recomputes every hash and signature.
+All read only. `replay` folds the log into the four stores, calling no model or tool, and
+compares the result with the stored rows; `verify` recomputes every hash and signature;
+`what_if` changes one recorded step in memory and reports where replay would diverge.
+On PostgreSQL each runs in one REPEATABLE READ, READ ONLY transaction: the log and the stores are
+read from the same snapshot, and the database itself refuses any write.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import jsonpatch
+import jsonpointer
+from django.db import connection, transaction
 
 from apps.ledger import chain
 from apps.ledger.keys import verification_keys
 from apps.ledger.models import Event
-from apps.ledger.projection import KEYS, fold
-from apps.ledger.store import MODELS, iso, read
+from apps.ledger.projection import KEYS, Folded, fold
+from apps.ledger.store import MODELS, iso
+from apps.ledger.types import KINDS, Recorded
+
+# provider:external_id or provider:scope:external_id, e.g. "ops:alice" or "okta:acme:alice@acme.com".
+ACTOR = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}(?::[^\s:]{1,256}){1,2}")
+
+
+def check_actor(actor: str) -> str:
+    """
+    Return the identity a log operation is done as, if it has the contract's form.
+
+    :raises ValueError: not `provider:scope:external_id` or `provider:external_id`
+    """
+    if not isinstance(actor, str) or not ACTOR.fullmatch(actor):
+        raise ValueError(
+            f"actor {actor!r} is not an identity of the form provider:scope:external_id or provider:external_id"
+        )
+    return actor
+
+
+@contextlib.contextmanager
+def read_only() -> Iterator[None]:
+    """Read from one snapshot that refuses writes; inside a caller's transaction, read in that one."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
 
 
 def _plain(value: Any) -> Any:
@@ -40,34 +81,81 @@ def stored_rows(conversation_id: str, fields: dict[str, set[str]]) -> dict[str, 
     return out
 
 
+def _diff(
+    want: dict[str, dict], have: dict[str, dict], *, left: str, right: str, missing: str, extra: str, every_column: bool
+) -> list[str]:
+    """List how two sets of store rows differ; without `every_column`, only in the columns `want` has."""
+    differences = []
+    for name in MODELS:
+        a, b = want.get(name, {}), have.get(name, {})
+        for key in sorted(set(a) | set(b), key=str):
+            if key not in b:
+                differences.append(f"{name} {key}: {missing}")
+            elif key not in a:
+                differences.append(f"{name} {key}: {extra}")
+            else:
+                for column in sorted(set(a[key]) | set(b[key]) if every_column else set(a[key])):
+                    if a[key].get(column) != b[key].get(column):
+                        differences.append(
+                            f"{name} {key}.{column}: {left} {json.dumps(a[key].get(column), default=str)}, "
+                            f"{right} {json.dumps(b[key].get(column), default=str)}"
+                        )
+    return differences
+
+
+class Unreplayable(ValueError):
+    """An entry cannot be folded: unreadable, of an unknown kind, or not applicable to the state before it."""
+
+    def __init__(self, seq: int, problem: str):
+        super().__init__(f"entry {seq}: {problem}")
+        self.seq, self.problem = seq, problem
+
+
+def _recorded(entries: list[chain.StoredEntry]) -> list[Recorded]:
+    out = []
+    for e in entries:
+        if not isinstance(e.payload, dict):
+            raise Unreplayable(e.seq, "unreadable: the payload is not a JSON object (see `conversation repair`)")
+        if e.kind not in KINDS:
+            raise Unreplayable(e.seq, f"unreadable: unknown kind {e.kind!r} (see `conversation repair`)")
+        out.append(Recorded(seq=e.seq, kind=e.kind, turn_id=e.turn_id, actor=e.actor, created_at=e.created_at, payload=e.payload))
+    return out
+
+
+def _fold_step(conversation_id: str, rec: Recorded, state: Folded) -> None:
+    try:
+        fold(conversation_id, [rec], state)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise Unreplayable(rec.seq, f"does not apply to the state before it ({type(exc).__name__}: {exc})") from exc
+
+
 @dataclass
 class ReplayReport:
     ok: bool
     events: int
     differences: list[str] = field(default_factory=list)
+    unreplayable_seq: int | None = None  # the first entry the fold stopped at, if any
 
 
 def replay(conversation_id: str) -> ReplayReport:
-    """Fold the log and list every difference from the stored four stores."""
-    events = read(conversation_id)
-    folded = fold(conversation_id, events).rows
-    fields = {name: set().union(*(set(r) for r in rows.values())) if rows else set() for name, rows in folded.items()}
-    stored = stored_rows(conversation_id, fields)
-    differences = []
-    for name in MODELS:
-        want, have = folded[name], stored[name]
-        for key in sorted(set(want) | set(have), key=str):
-            if key not in have:
-                differences.append(f"{name} {key}: in the log, missing from the store")
-            elif key not in want:
-                differences.append(f"{name} {key}: in the store, not in the log")
-            else:
-                for column in sorted(want[key]):
-                    if want[key][column] != have[key].get(column):
-                        differences.append(
-                            f"{name} {key}.{column}: log says {json.dumps(want[key][column], default=str)}, "
-                            f"store has {json.dumps(have[key].get(column), default=str)}"
-                        )
+    """Fold the log and list every difference from the stored four stores; read only."""
+    cid = str(conversation_id)
+    with read_only():
+        entries = stored_entries(cid)
+        try:
+            events = _recorded(entries)
+            state = Folded()
+            for rec in events:
+                _fold_step(cid, rec, state)
+        except Unreplayable as exc:
+            return ReplayReport(ok=False, events=len(entries), differences=[str(exc)], unreplayable_seq=exc.seq)
+        folded = state.rows
+        fields = {name: set().union(*(set(r) for r in rows.values())) if rows else set() for name, rows in folded.items()}
+        stored = stored_rows(cid, fields)
+    differences = _diff(
+        folded, stored, left="log says", right="store has",
+        missing="in the log, missing from the store", extra="in the store, not in the log", every_column=False,
+    )
     return ReplayReport(ok=not differences, events=len(events), differences=differences)
 
 
@@ -83,12 +171,200 @@ def stored_entries(conversation_id: str) -> list[chain.StoredEntry]:
             chain.StoredEntry(
                 partition=f"conv-{conversation_id}", seq=e.seq, kind=e.kind, turn_id=e.turn_id, payload=payload,
                 actor=e.actor, created_at=iso(e.created_at), prev_hash=e.prev_hash, hash=e.hash,
-                signature=e.signature, key_id=e.key_id,
+                signature=e.signature, key_id=e.key_id, payload_text=e.payload,
             )
         )
     return out
 
 
+def head_problem(entries: list[chain.StoredEntry], head: tuple[int, str]) -> chain.VerifyResult | None:
+    """
+    Compare the conversation's recorded head with the last entry.
+
+    The chain alone cannot show that its newest entries were deleted; the head, moved in the same
+    transaction as every append, can.
+    """
+    last_seq, last_hash = (entries[-1].seq, entries[-1].hash) if entries else (0, chain.GENESIS)
+    head_seq, head_hash = head
+    if head_seq > last_seq:
+        return chain.VerifyResult(
+            False, len(entries), last_seq + 1, f"missing: the log ends at seq {last_seq} but the conversation's head is seq {head_seq}"
+        )
+    if head_seq < last_seq:
+        return chain.VerifyResult(
+            False, len(entries), head_seq + 1, f"unexpected: the conversation's head is seq {head_seq} but the log goes on to {last_seq}"
+        )
+    if head_hash != last_hash:
+        return chain.VerifyResult(False, len(entries), last_seq, "the conversation's head hash does not match this entry")
+    return None
+
+
 def verify(conversation_id: str) -> chain.VerifyResult:
-    """Recompute every hash and signature of a conversation's log."""
-    return chain.verify_chain(stored_entries(conversation_id), verification_keys())
+    """Recompute every hash and signature of a conversation's log and check its head; read only."""
+    from apps.conversations.models import Conversation
+
+    cid = str(conversation_id)
+    with read_only():
+        entries = stored_entries(cid)
+        head = Conversation.objects.filter(id=cid).values_list("head_seq", "head_hash").first()
+    result = chain.verify_chain(entries, verification_keys())
+    if result.ok and head is not None:
+        return head_problem(entries, head) or result
+    return result
+
+
+# --- what if -----------------------------------------------------------------------------------
+
+
+@dataclass
+class WhatIf:
+    """Where replay of the log with one changed entry departs from the recorded log."""
+
+    seq: int
+    patch: list[dict[str, Any]]
+    before: dict[str, Any]
+    after: dict[str, Any]
+    diverges_at: int | None = None  # the first seq after which the stores would differ
+    differences: list[str] = field(default_factory=list)  # the store differences at that seq
+    breaks_at: int | None = None  # the first seq the changed log no longer folds at
+    problem: str = ""
+    approvals: list[str] = field(default_factory=list)  # approvals whose binding no longer matches
+    completion: list[str] = field(default_factory=list)  # completion decisions that would change
+    completion_recorded: bool = False
+    completion_holds: bool | None = None  # None when the recorded log has no completion
+
+    @property
+    def diverges(self) -> bool:
+        return bool(
+            self.diverges_at or self.breaks_at or self.approvals or self.completion
+            or (self.completion_recorded and not self.completion_holds)
+        )
+
+
+def check_patch(patch: Any) -> list[dict[str, Any]]:
+    """
+    Return an RFC 6902 JSON patch given as a list of operations or as its JSON text.
+
+    :raises ValueError: not a JSON patch
+    """
+    if isinstance(patch, str):
+        try:
+            patch = json.loads(patch)
+        except ValueError as exc:
+            raise ValueError(f"the patch is not JSON: {exc}") from exc
+    if isinstance(patch, dict):
+        patch = [patch]
+    try:
+        return list(jsonpatch.JsonPatch(patch))
+    except (jsonpatch.JsonPatchException, TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"not an RFC 6902 JSON patch: {exc}") from exc
+
+
+def what_if(conversation_id: str, *, seq: int, patch: Any) -> WhatIf:
+    """
+    Apply a JSON patch to the payload of entry `seq` in memory and replay the changed log.
+
+    Reports the first seq whose resulting store rows differ from the recorded log's, approvals
+    whose reviewed tool and arguments no longer match the call, and whether completion would
+    still hold. Calls no model or tool and writes nothing.
+    :raises ValueError: no entry `seq`, the log is unreadable, or the patch is malformed or does not apply
+    """
+    from apps.conversations.models import Conversation
+
+    cid = str(conversation_id)
+    operations = check_patch(patch)
+    with read_only():
+        entries = stored_entries(cid)
+        config = Conversation.objects.filter(id=cid).values_list("assistant__config", flat=True).first() or {}
+    recorded = _recorded(entries)
+    index = next((i for i, rec in enumerate(recorded) if rec.seq == seq), None)
+    if index is None:
+        raise ValueError(f"conv-{cid} has no entry {seq}")
+    before = recorded[index].payload
+    try:
+        after = jsonpatch.apply_patch(before, operations)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+        raise ValueError(f"the patch does not apply to entry {seq}: {exc}") from exc
+    if not isinstance(after, dict):
+        raise ValueError("the patched payload must stay a JSON object")
+    changed = [*recorded[:index], dataclasses.replace(recorded[index], payload=after), *recorded[index + 1 :]]
+    report = WhatIf(seq=seq, patch=operations, before=before, after=after)
+
+    was, now = Folded(), Folded()
+    for old, new in zip(recorded, changed, strict=True):
+        _fold_step(cid, old, was)
+        try:
+            _fold_step(cid, new, now)
+        except Unreplayable as exc:
+            report.breaks_at, report.problem = exc.seq, exc.problem
+            break
+        if report.diverges_at is None and was.rows != now.rows:
+            report.diverges_at = new.seq
+            report.differences = _diff(
+                was.rows, now.rows, left="recorded", right="with the change",
+                missing="no longer created", extra="newly created", every_column=True,
+            )
+    bound_before = set(_unbound_approvals(recorded))
+    report.approvals = [line for key, line in _unbound_approvals(changed).items() if key not in bound_before]
+    _judge_completion(report, recorded, changed, config)
+    return report
+
+
+def _unbound_approvals(events: list[Recorded]) -> dict[tuple[str, str], str]:
+    """Approvals whose reviewed tool and arguments differ from the call they answer (by run and call)."""
+    calls: dict[tuple[str, str], tuple[str, Any, int]] = {}
+    requests: dict[tuple[str, str], tuple[str, Any, int]] = {}
+    out: dict[tuple[str, str], str] = {}
+    for rec in events:
+        p = rec.payload
+        if rec.kind == "model_round":
+            for c in p.get("calls") or []:
+                if isinstance(c, dict):
+                    calls[(p.get("run_id"), c.get("call_id"))] = (c.get("tool"), c.get("arguments"), rec.seq)
+        elif rec.kind == "approval_request":
+            requests[(p.get("run_id"), p.get("call_id"))] = (p.get("tool"), p.get("arguments"), rec.seq)
+        elif rec.kind == "approval_response":
+            key = (p.get("run_id"), p.get("call_id"))
+            reviewed = p.get("reviewed") if isinstance(p.get("reviewed"), dict) else {}
+            seen = (reviewed.get("tool"), reviewed.get("arguments"))
+            for what, source in (("approval request", requests.get(key)), ("model's call", calls.get(key))):
+                if source is None:
+                    out[key] = f"approval at seq {rec.seq} of call {key[1]}: the {what} it answers no longer exists"
+                    break
+                if (source[0], source[1]) != seen:
+                    out[key] = (
+                        f"approval at seq {rec.seq} of call {key[1]}: reviewed {seen[0]} {json.dumps(seen[1], sort_keys=True)}, "
+                        f"but the {what} at seq {source[2]} is {source[0]} {json.dumps(source[1], sort_keys=True)}"
+                    )
+                    break
+    return out
+
+
+def _judge_completion(report: WhatIf, recorded: list[Recorded], changed: list[Recorded], config: dict) -> None:
+    """Re-apply the completion rule to every completion request of the changed log."""
+    from apps.agent import turns
+
+    report.completion_recorded = any(rec.kind == "conversation_completed" for rec in recorded)
+    holds = any(rec.kind == "conversation_completed" for rec in changed)
+    for i, rec in enumerate(changed):
+        if rec.kind != "completion_requested":
+            continue
+        p = rec.payload
+        prefix = [e for e in changed[:i] if e.turn_id == rec.turn_id]
+        try:
+            state = turns.turn_state(prefix)
+            call = state.calls[p["call_id"]]
+            last = next(r for r in reversed(state.rounds) if call.call_id in r.call_ids)
+            outcome, reason = turns.completion_outcome(config, state, last, call)
+        except (KeyError, StopIteration, TypeError, AttributeError) as exc:
+            outcome, reason = "not_completed", f"the turn no longer reads ({type(exc).__name__}: {exc})"
+        said = p.get("outcome")
+        completes = any(e.kind == "conversation_completed" and e.turn_id == rec.turn_id for e in changed[i:])
+        if said != outcome:
+            report.completion.append(
+                f"completion at seq {rec.seq}: recorded {said}, the rule now says {outcome}" + (f" ({reason})" if reason else "")
+            )
+        if completes and (said != "completed" or outcome != "completed"):
+            holds = False
+    report.completion_holds = holds if report.completion_recorded else None
+
