@@ -68,3 +68,23 @@ class TestVerifyChain:
         result = chain.verify_chain(entries, KEYS)
 
         assert not result.ok and "unknown key" in result.problem
+
+    def test_detects_a_flipped_unused_bit_in_the_signatures_last_character(self):
+        entries = _entries(2, KEY)
+        sig = entries[1].signature  # 64 bytes: 86 characters and "==", the 86th carrying 4 unused bits
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        flipped = sig[:85] + alphabet[alphabet.index(sig[85]) ^ 1] + sig[86:]
+        entries[1] = dataclasses.replace(entries[1], signature=flipped)
+
+        result = chain.verify_chain(entries, KEYS)
+
+        assert base64.b64decode(flipped) == base64.b64decode(sig)
+        assert not result.ok and result.first_bad_seq == 2 and result.problem == "signature does not verify"
+
+    def test_detects_a_payload_stored_in_other_than_its_canonical_form(self):
+        entries = _entries(2, KEY)
+        entries[0] = dataclasses.replace(entries[0], payload_text='{"n": 1, "text": "message 1"}')
+
+        result = chain.verify_chain(entries, KEYS)
+
+        assert not result.ok and result.first_bad_seq == 1 and "canonical" in result.problem
