@@ -11,7 +11,8 @@ from django.template.loader import render_to_string
 from apps.api import limits
 from apps.conversations import queries, tokens
 from apps.conversations.broadcast import group_name
-from apps.widget.presenters import page_state
+from apps.widget.framing import Embed, make_embed
+from apps.widget.presenters import page_context
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):
@@ -28,6 +29,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         query = parse_qs(self.scope["query_string"].decode())
         self.format = query.get("format", ["json"])[0]
         self.token = query.get("token", [""])[0]
+        self.embed_fields = {k: query.get(k, [""])[0] for k in ("embed", "host", "color")}
         after = query.get("after_seq", ["0"])[0]
         self.after_seq = int(after) if after.isdigit() else 0
         if not await self._within_limit(limits.check_address, address=(self.scope.get("client") or [""])[0]):
@@ -38,7 +40,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             return
         if not await self._within_limit(limits.check_credential, credential=f"token:{grant.token_id}"):
             return
+        self.persona = grant.persona
         self.last_sent = -1
+        self.draft_shown = False
         await self.channel_layer.group_add(group_name(self.conversation_id), self.channel_name)
         await self.accept()
         await self.push()
@@ -61,24 +65,41 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         await self.push()
 
     async def state_changed(self, event: dict) -> None:
-        if event.get("seq", 0) > self.last_sent:
+        # A shown draft is withdrawn by the next state push, even one this client has seen.
+        if event.get("seq", 0) > self.last_sent or self.draft_shown:
             await self.push()
 
+    async def draft_changed(self, event: dict) -> None:
+        if event.get("after_seq", 0) < self.last_sent:
+            return  # this client already shows a state after that round committed
+        self.draft_shown = True
+        if self.format == "html":
+            await self.send(text_data=render_to_string("widget/draft.html", {"draft": event["text"]}))
+        else:
+            await self.send(text_data=json.dumps({"type": "draft", "run_id": event["run_id"], "text": event["text"]}))
+
     async def push(self) -> None:
-        text, seq = await database_sync_to_async(self._render)()
+        # Not thread-sensitive: pushes to many sockets render in parallel, not on one shared thread.
+        text, seq = await database_sync_to_async(self._render, thread_sensitive=False)()
         if text is None:
             await self.close(code=4404)
             return
         self.last_sent = seq
+        self.draft_shown = False
         await self.send(text_data=text)
 
     def _render(self) -> tuple[str | None, int]:
         conversation = queries.conversation_for(self.conversation_id)
         if conversation is None:
             return None, 0
-        state = queries.conversation_state(conversation, after_seq=0 if self.format == "html" else self.after_seq)
         if self.format == "html":
-            state = page_state(state, conversation.assistant.config)
-            html = render_to_string("widget/live.html", {"state": state, "assistant": conversation.assistant, "token": self.token})
-            return html, state["seq"]
+            context = page_context(conversation=conversation, token=self.token, persona=self.persona, embed=self._embed(conversation))
+            return render_to_string("widget/live.html", context), context["state"]["seq"]
+        state = queries.conversation_state(conversation, after_seq=self.after_seq)
         return json.dumps({"type": "state", "seq": state["seq"], "state": state}), state["seq"]
+
+    def _embed(self, conversation) -> Embed | None:
+        """The same embedding the page was rendered with (it only shapes links, never grants anything)."""
+        origin = dict(self.scope.get("headers", [])).get(b"origin", b"").decode()
+        return make_embed(self.embed_fields, assistant_id=str(conversation.assistant_id),
+                          config=conversation.assistant.config, own_origin=origin)

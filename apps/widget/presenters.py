@@ -9,6 +9,8 @@ import nh3
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
+from apps.conversations import queries
+
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 _TAGS = {"p", "br", "strong", "em", "code", "pre", "ul", "ol", "li", "a", "blockquote", "h1", "h2", "h3", "h4",
          "table", "thead", "tbody", "tr", "th", "td", "hr", "del"}
@@ -23,6 +25,8 @@ def render_markdown(text: str) -> str:
         attributes={"a": {"href", "title"}},
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
+        # Inside the widget iframe a link must not replace the chat; a new tab is right on the page too.
+        set_tag_attribute_values={"a": {"target": "_blank"}},
     )
 
 
@@ -47,6 +51,25 @@ def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return fields
 
 
+def describe_output(output: Any) -> str:
+    """A person's words for an accepted answer: approved/denied, the answer text, or the JSON."""
+    if isinstance(output, dict) and "decision" in output:
+        return "Approved" if output["decision"] == "approve" else "Denied"
+    if isinstance(output, dict) and set(output) == {"answer"}:
+        return str(output["answer"])
+    return json.dumps(output, sort_keys=True)
+
+
+def _title(call: dict[str, Any], tool: dict[str, Any]) -> str:
+    arguments = call["arguments"] if isinstance(call["arguments"], dict) else {}
+    if call["kind"] == "question" and arguments.get("question"):
+        return str(arguments["question"])
+    return arguments.get("label") or tool.get("description") or call["tool"].replace("_", " ").capitalize()
+
+
+ACTIVE = ("running", "waiting")
+
+
 def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """Add the display fields the templates need to a `conversation_state`."""
     tools = {t["name"]: t for t in config.get("tools", [])}
@@ -57,9 +80,32 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
         call["arguments_json"] = json.dumps(call["arguments"], sort_keys=True)
         call["answered_by_application"] = tool.get("answered_by") == "application"
-        call["title"] = call["arguments"].get("label") or tool.get("description") or call["tool"].replace("_", " ").capitalize()
+        call["title"] = _title(call, tool)
         call["fields"] = form_fields(tool.get("parameters", {}))
+    for call in state["answered_client_actions"]:
+        call["title"] = _title(call, tools.get(call["tool"], {}))
+        call["output_text"] = "Expired" if call["status"] == "expired" else describe_output(call["output"])
+        call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
+    state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed"
+    state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in ("interrupted", "failed", "expired")
+    state["last_progress"] = state["progress"][-1]["text"] if state["progress"] else ""
+    # What decides whether the cards must be re-rendered: while it is unchanged a push leaves the
+    # cards (and whatever the visitor is typing into them) alone.
+    state["cards_key"] = "|".join(
+        [str(state["run_id"]), str(state["run_status"]), state["conversation_status"],
+         *(c["call_id"] for c in state["pending_client_actions"]),
+         *(f"{c['call_id']}={c['status']}" for c in state["answered_client_actions"])]
+    )
     return state
+
+
+def page_context(*, conversation, token: str, persona: str, embed, **extra: Any) -> dict[str, Any]:
+    """Everything the conversation page and its live fragments render, for one viewer."""
+    state = page_state(queries.conversation_state(conversation), conversation.assistant.config)
+    # `who` ties a widget's stored conversation to an identified visitor (see identity.py).
+    who = persona if persona.startswith("app:") else ""
+    return {"state": state, "assistant": conversation.assistant, "token": token, "persona": persona, "who": who,
+            "embed": embed, **extra}
 
 
 def form_output(fields: list[dict[str, Any]], data) -> dict[str, Any]:

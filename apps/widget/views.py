@@ -1,19 +1,26 @@
 from __future__ import annotations
 
 import json
+import logging
 import secrets
+from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from apps.agent.models import Assistant
 from apps.conversations import actions, queries, tokens
-from apps.conversations.errors import ActionResultConflict, WaypointError
-from apps.widget.presenters import form_fields, form_output, page_state
+from apps.conversations.errors import ActionResultConflict, TurnConflict, WaypointError
+from apps.conversations.models import Conversation
+from apps.widget.framing import Embed, allow_framing, embed_for
+from apps.widget.identity import Identity, IdentityRejected, check_identity
+from apps.widget.presenters import describe_output, form_fields, form_output, page_context
+
+log = logging.getLogger(__name__)
 
 TEMPLATE = "widget/conversation.html"
 
@@ -38,6 +45,96 @@ def start(request: HttpRequest) -> HttpResponse:
     return redirect(f"{url}?token={started['token']}")
 
 
+# --- the widget: pages inside the embed script's iframe -----------------------------------------
+
+
+def _assistant(assistant_id: str) -> Assistant:
+    assistant = Assistant.objects.filter(id=assistant_id).first()
+    if assistant is None:
+        raise Http404("no such assistant")
+    return assistant
+
+
+def _identity(raw: str) -> tuple[Identity | None, str]:
+    """The visitor's verified identity, or None and why the token was ignored."""
+    if not raw:
+        return None, ""
+    try:
+        return check_identity(raw, now=timezone.now()), ""
+    except IdentityRejected as exc:
+        log.warning("widget identity token ignored: %s", exc)
+        return None, str(exc)
+
+
+def _widget_embed(request: HttpRequest, assistant: Assistant) -> Embed:
+    return embed_for(request, assistant_id=str(assistant.id), config=assistant.config, always=True)
+
+
+def _start_page(request: HttpRequest, assistant: Assistant, embed: Embed, *, status: int = 200, **extra) -> HttpResponse:
+    raw = request.POST.get("identity") if request.method == "POST" else request.GET.get("identity")
+    identity, rejected = _identity(raw or "")
+    resumable = identity is not None and Conversation.objects.filter(
+        assistant=assistant, owner=identity.persona, status="active"
+    ).exists()
+    context = {"assistant": assistant, "embed": embed, "identity_token": raw if identity else "",
+               "who": identity.persona if identity else "", "resumable": resumable, "identity_rejected": rejected,
+               "fresh": request.GET.get("new") == "1", **extra}
+    return allow_framing(render(request, "widget/start.html", context, status=status), config=assistant.config)
+
+
+@require_safe
+def widget(request: HttpRequest, assistant_id: str) -> HttpResponse:
+    assistant = _assistant(assistant_id)
+    return _start_page(request, assistant, _widget_embed(request, assistant))
+
+
+def _conversation_url(conversation_id: str, token: str, embed: Embed | None) -> str:
+    url = reverse("widget:conversation", args=[conversation_id])
+    query = {"token": token}
+    return f"{url}?{urlencode(query)}{'&' + embed.query if embed else ''}"
+
+
+# The widget's posts carry no cookie-based authority (the iframe is third-party, cookies are not
+# sent): the visitor is anonymous or proven by the signed identity token in the body, so there is
+# nothing for a cross-site form to borrow.
+@csrf_exempt
+@require_POST
+def widget_start(request: HttpRequest, assistant_id: str) -> HttpResponse:
+    assistant = _assistant(assistant_id)
+    embed = _widget_embed(request, assistant)
+    identity, _ = _identity(request.POST.get("identity", ""))
+    persona = identity.persona if identity else f"guest:{secrets.token_hex(6)}"
+    try:
+        started = actions.start_conversation(
+            assistant_id=str(assistant.id), message=request.POST.get("message", ""), persona=persona,
+            edge="widget", now=timezone.now(),
+        )
+    except WaypointError as exc:
+        return _start_page(request, assistant, embed, status=exc.status, send_error=exc.message)
+    return redirect(_conversation_url(started["conversation_id"], started["token"], embed))
+
+
+@csrf_exempt
+@require_POST
+def widget_resume(request: HttpRequest, assistant_id: str) -> HttpResponse:
+    assistant = _assistant(assistant_id)
+    embed = _widget_embed(request, assistant)
+    identity, _ = _identity(request.POST.get("identity", ""))
+    conversation = None
+    if identity is not None:
+        conversation = (
+            Conversation.objects.filter(assistant=assistant, owner=identity.persona, status="active")
+            .order_by("-created_at").first()
+        )
+    if conversation is None:
+        return _start_page(request, assistant, embed)
+    token = tokens.issue(conversation_id=str(conversation.id), persona=identity.persona, edge="widget")
+    return redirect(_conversation_url(str(conversation.id), token, embed))
+
+
+# --- the conversation page (link and widget) ----------------------------------------------------
+
+
 def _grant(request: HttpRequest, conversation_id: str, permission: str = "view") -> tokens.Grant:
     raw = request.POST.get("token") or request.GET.get("token") or ""
     grant = tokens.resolve(raw) if raw else None
@@ -47,39 +144,63 @@ def _grant(request: HttpRequest, conversation_id: str, permission: str = "view")
     return grant
 
 
-def _context(request: HttpRequest, conversation_id: str, grant: tokens.Grant, **extra) -> dict:
+def _conversation(conversation_id: str) -> Conversation:
     conversation = queries.conversation_for(conversation_id)
     if conversation is None:
         raise Http404("no such conversation")
-    state = page_state(queries.conversation_state(conversation), conversation.assistant.config)
-    token = request.POST.get("token") or request.GET.get("token")
-    return {"state": state, "assistant": conversation.assistant, "token": token, "grant": grant,
-            "embedded": request.GET.get("embed") == "1", **extra}
+    return conversation
 
 
-@require_GET
+def _context(request: HttpRequest, conversation: Conversation, grant: tokens.Grant, **extra) -> dict:
+    token = request.POST.get("token") or request.GET.get("token") or ""
+    embed = embed_for(request, assistant_id=str(conversation.assistant_id), config=conversation.assistant.config)
+    return page_context(conversation=conversation, token=token, persona=grant.persona, embed=embed, **extra)
+
+
+def _page(request: HttpRequest, context: dict, *, status: int = 200) -> HttpResponse:
+    response = render(request, TEMPLATE, context, status=status)
+    if context["embed"] is not None:
+        allow_framing(response, config=context["assistant"].config)
+    return response
+
+
+@require_safe
 def conversation_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id)
-    return render(request, TEMPLATE, _context(request, conversation_id, grant))
+    return _page(request, _context(request, _conversation(conversation_id), grant))
 
 
-@require_GET
+@require_safe
 def live(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id)
-    context = _context(request, conversation_id, grant)
+    context = _context(request, _conversation(conversation_id), grant)
     etag = f'"{context["state"]["seq"]}"'
     if request.headers.get("If-None-Match") == etag:
         return HttpResponse(status=304, headers={"ETag": etag})
-    return render(request, "widget/live.html", context, headers={"ETag": etag})
+    response = render(request, "widget/live.html", context)
+    response.headers["ETag"] = etag
+    response.headers["Cache-Control"] = "no-cache"
+    return response
 
 
 def _after_post(request: HttpRequest, conversation_id: str, grant: tokens.Grant, status: int = 200, **extra) -> HttpResponse:
+    context = _context(request, _conversation(conversation_id), grant, from_post=True, **extra)
     if request.htmx:
-        return render(request, "widget/live.html", _context(request, conversation_id, grant, include_composer=True, **extra))
+        return render(request, "widget/live.html", context, status=status)
     if status == 200 and not extra:
-        url = reverse("widget:conversation", args=[conversation_id])
-        return redirect(f"{url}?token={request.POST.get('token', '')}")
-    return render(request, TEMPLATE, _context(request, conversation_id, grant, **extra), status=status)
+        return redirect(_conversation_url(str(conversation_id), context["token"], context["embed"]))
+    return _page(request, context, status=status)
+
+
+def _send_problem(exc: WaypointError, conversation_id: str) -> str:
+    if isinstance(exc, TurnConflict):
+        state = queries.conversation_state(_conversation(conversation_id))
+        if state["run_status"] == "waiting":
+            return "Please answer the request above first."
+        if state["run_status"] == "running":
+            return "The assistant is still replying. Send your message again in a moment."
+        return "New messages arrived while you were typing. Read them, then send again."
+    return exc.message
 
 
 # Token-authenticated posts: the credential is the token in the form body, never a cookie, so a
@@ -95,7 +216,7 @@ def send(request: HttpRequest, conversation_id: str) -> HttpResponse:
             edge=grant.edge, now=timezone.now(), expected_seq=int(expected) if expected and expected.isdigit() else None,
         )
     except WaypointError as exc:
-        return _after_post(request, conversation_id, grant, status=exc.status, send_error=exc.message)
+        return _after_post(request, conversation_id, grant, status=exc.status, send_error=_send_problem(exc, conversation_id))
     return _after_post(request, conversation_id, grant)
 
 
@@ -103,7 +224,7 @@ def send(request: HttpRequest, conversation_id: str) -> HttpResponse:
 @require_POST
 def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id, "view")
-    conversation = queries.conversation_for(conversation_id)
+    conversation = _conversation(conversation_id)
     state = queries.conversation_state(conversation)
     call_id = request.POST.get("call_id", "")
     call = next((c for c in state["pending_client_actions"] + state["answered_client_actions"] if c["call_id"] == call_id), None)
@@ -127,19 +248,11 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         )
     except ActionResultConflict as exc:
         accepted = exc.details.get("accepted", {})
-        conflict = {"answered_by": accepted.get("answered_by"), "output_text": _describe(accepted.get("output"))}
+        conflict = {"tool": call["tool"], "answered_by": accepted.get("answered_by"), "output_text": describe_output(accepted.get("output"))}
         return _after_post(request, conversation_id, grant, status=409, conflict=conflict)
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
     return _after_post(request, conversation_id, grant)
-
-
-def _describe(output) -> str:
-    if isinstance(output, dict) and "decision" in output:
-        return "approved" if output["decision"] == "approve" else "denied"
-    if isinstance(output, dict) and set(output) == {"answer"}:
-        return output["answer"]
-    return json.dumps(output, sort_keys=True)
 
 
 @csrf_exempt

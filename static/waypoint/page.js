@@ -1,73 +1,360 @@
-// Conversation page behaviour that htmx attributes cannot express: keyboard sending, form reset,
-// and falling back to polling (with ETag) when the websocket cannot connect.
+// Behaviour of the conversation page and the widget pages that htmx attributes cannot express:
+// keyboard sending, merging pushed fragments without losing what the visitor is typing, polling
+// (with ETag) whenever the websocket is not delivering, and — inside the embed iframe — storing
+// the conversation in this origin's localStorage and talking to the host page by postMessage.
 (function () {
   "use strict";
   const POLL_MS = 2000;
-  let pollTimer = null;
-  let lastEtag = null;
+  const HEARTBEAT_MS = 30000;
+  const HEARTBEAT_GRACE_MS = 5000;
+  const STORE_PREFIX = "waypoint:conversation:";
 
-  function root() { return document.getElementById("conversation"); }
+  // Reconnect quickly after a server restart; polling covers the gap meanwhile.
+  htmx.config.wsReconnectDelay = (retry) => Math.min(1000 * 2 ** retry, 10000) * (0.5 + Math.random() / 2);
 
-  function currentSeq() {
-    const status = document.getElementById("status");
-    return status ? Number(status.dataset.seq || 0) : 0;
-  }
-
-  function syncExpectedSeq() {
-    document.querySelectorAll(".expected-seq").forEach((input) => { input.value = String(currentSeq()); });
-  }
-
-  async function poll() {
-    const main = root();
-    if (!main) return;
+  // --- the conversation kept by the widget ------------------------------------------------------
+  // In this (the iframe's) origin's localStorage. Browsers that deny storage to third-party frames
+  // get the fallback: the host page keeps the record for us (embed.js, asked by postMessage) and
+  // hands it back in the fragment of the iframe's URL, which never reaches a server.
+  function ownStorage() {
     try {
-      const headers = lastEtag ? { "If-None-Match": lastEtag, "HX-Request": "true" } : { "HX-Request": "true" };
-      const response = await fetch(main.dataset.liveUrl, { headers, cache: "no-store" });
-      if (response.status === 200) {
-        lastEtag = response.headers.get("ETag");
-        const html = await response.text();
-        htmx.swap(document.body, html, { swapStyle: "none" });
-        syncExpectedSeq();
+      const storage = window.localStorage;
+      storage.getItem(STORE_PREFIX);
+      return storage;
+    } catch (e) {
+      return null;
+    }
+  }
+  const store = {
+    read(assistant) {
+      const storage = ownStorage();
+      if (storage) {
+        try { return JSON.parse(storage.getItem(STORE_PREFIX + assistant) || "null"); } catch (e) { return null; }
       }
-    } catch (e) { /* offline for a moment: the next poll retries */ }
+      const kept = new URLSearchParams(window.location.hash.slice(1));
+      return kept.get("conversation") ? { conversation_id: kept.get("conversation"), token: kept.get("token") || "", who: kept.get("who") || "" } : null;
+    },
+    write(assistant, value) {
+      const storage = ownStorage();
+      if (storage) storage.setItem(STORE_PREFIX + assistant, JSON.stringify(value));
+      else toHost("store", { conversation: value });
+    },
+    clear(assistant) {
+      const storage = ownStorage();
+      if (storage) storage.removeItem(STORE_PREFIX + assistant);
+      else toHost("forget");
+    },
+  };
+
+  // --- the host page --------------------------------------------------------------------------
+  function embedRoot() { return document.querySelector("[data-embed-assistant]"); }
+
+  function hostOrigin() {
+    const root = embedRoot();
+    const host = root ? root.dataset.embedHost : "";
+    if (!host || window.parent === window) return "";
+    // Where the browser says who frames us, it must be the origin the server checked.
+    const ancestors = window.location.ancestorOrigins;
+    if (ancestors && ancestors.length && ancestors[0] !== host) return "";
+    return host;
   }
 
-  function startPolling() {
-    if (pollTimer) return;
-    pollTimer = setInterval(poll, POLL_MS);
-    poll();
+  function toHost(type, detail) {
+    const origin = hostOrigin();
+    if (origin) window.parent.postMessage(Object.assign({ source: "waypoint", type: type }, detail || {}), origin);
   }
 
-  function stopPolling() {
-    if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
-  }
-
-  document.addEventListener("htmx:wsOpen", () => { stopPolling(); });
-  document.addEventListener("htmx:wsClose", startPolling);
-  document.addEventListener("htmx:wsError", startPolling);
-  document.addEventListener("htmx:afterSettle", syncExpectedSeq);
-  document.addEventListener("htmx:oobAfterSwap", syncExpectedSeq);
-
-  document.addEventListener("htmx:afterRequest", (event) => {
-    const form = event.target.closest ? event.target.closest("form.send-form") : null;
-    if (form && event.detail.successful) form.reset();
+  window.addEventListener("message", (event) => {
+    const origin = hostOrigin();
+    if (!origin || event.origin !== origin || event.source !== window.parent) return;
+    const data = event.data || {};
+    if (data.source === "waypoint-host" && data.type === "open") focusFirstField();
   });
 
+  function embedQuery(root) {
+    return new URLSearchParams({ embed: "1", host: root.dataset.embedHost || "", color: root.dataset.accent || "" }).toString();
+  }
+
+  function applyAccent(root) {
+    const color = root && root.dataset.accent;
+    if (!color || !/^#[0-9a-f]{6}$/i.test(color)) return;
+    const channel = (i) => {
+      const v = parseInt(color.slice(i, i + 2), 16) / 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    };
+    const luminance = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
+    const onWhite = 1.05 / (luminance + 0.05);
+    const onBlack = (luminance + 0.05) / 0.05;
+    document.documentElement.style.setProperty("--brand", color);
+    document.documentElement.style.setProperty("--brand-fg", onWhite >= onBlack ? "#ffffff" : "#111111");
+  }
+
+  function focusFirstField() {
+    const field = document.querySelector("#cards input:not([type=hidden]), #message");
+    if (field && !field.disabled) field.focus({ preventScroll: true });
+  }
+
+  // --- keyboard and composer --------------------------------------------------------------------
   document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && hostOrigin()) {
+      toHost("close");
+      return;
+    }
     const target = event.target;
     if (target && target.id === "message" && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      const form = target.form;
-      if (form && target.value.trim()) form.requestSubmit();
+      const button = target.form && target.form.querySelector(".send-button");
+      if (target.value.trim() && !(button && button.disabled)) target.form.requestSubmit(button);
     }
   });
 
+  function autosize(textarea) {
+    textarea.style.height = "auto";
+    textarea.style.height = Math.min(textarea.scrollHeight + 2, 144) + "px";
+  }
+  document.addEventListener("input", (event) => { if (event.target.id === "message") autosize(event.target); });
+
+  document.addEventListener("click", (event) => {
+    if (event.target.closest && event.target.closest("[data-close-widget]")) toHost("close");
+  });
+
+  // --- the widget's start page: resume a stored conversation, or greet --------------------------
+  function startPage(main) {
+    const assistant = main.dataset.embedAssistant;
+    const who = main.dataset.who || "";
+    if (main.dataset.identityRejected) toHost("error", { code: "identity_rejected", message: main.dataset.identityRejected });
+    if (!hostOrigin()) main.querySelectorAll("[data-close-widget]").forEach((b) => { b.hidden = true; });
+    const greet = () => { document.body.classList.remove("resuming"); toHost("ready", { conversation_id: null }); };
+    if (main.hasAttribute("data-fresh")) {
+      store.clear(assistant);
+      greet();
+      return;
+    }
+    const saved = store.read(assistant);
+    if (saved && saved.conversation_id && (saved.who || "") === who) {
+      document.body.classList.add("resuming");
+      const id = encodeURIComponent(saved.conversation_id);
+      const token = encodeURIComponent(saved.token);
+      fetch(`/c/${id}/live?token=${token}`, { cache: "no-store", credentials: "omit" })
+        .then((response) => {
+          if (response.ok) {
+            window.location.replace(`/c/${id}?token=${token}&${embedQuery(main)}`);
+            return;
+          }
+          if (response.status === 404) store.clear(assistant);
+          greet();
+        })
+        .catch(greet);
+      return;
+    }
+    const resume = document.getElementById("resume");
+    if (resume) {
+      resume.submit();
+      return;
+    }
+    greet();
+  }
+
+  // --- the conversation page: live updates --------------------------------------------------------
+  function conversationPage(main) {
+    const body = document.getElementById("chat-body");
+    const assistant = main.dataset.embedAssistant;
+    let healthy = false;
+    let socket = null;
+    let lastMessageAt = 0;
+    let syncSentAt = 0;
+    let lastEtag = null;
+    let polling = false;
+    let cardInteraction = false;
+    let stickToBottom = true;
+
+    if (assistant) {
+      store.write(assistant, { conversation_id: main.dataset.conversation, token: main.dataset.token, who: main.dataset.who || "" });
+      if (!hostOrigin()) main.querySelectorAll("[data-close-widget]").forEach((b) => { b.hidden = true; });
+      toHost("ready", { conversation_id: main.dataset.conversation });
+    }
+
+    function nearBottom() { return body.scrollHeight - body.scrollTop - body.clientHeight < 80; }
+    function scrollToEnd() { body.scrollTop = body.scrollHeight; }
+    body.addEventListener("scroll", () => { stickToBottom = nearBottom(); }, { passive: true });
+    scrollToEnd();
+
+    function markLive() { main.dataset.live = healthy ? "ws" : "poll"; }
+
+    function syncComposer() {
+      const status = document.getElementById("status");
+      if (!status) return;
+      document.querySelectorAll(".expected-seq").forEach((input) => { input.value = status.dataset.seq || "0"; });
+      const run = status.dataset.runStatus;
+      const button = document.querySelector(".send-form .send-button");
+      if (button && !button.closest("form").classList.contains("htmx-request")) button.disabled = run === "running" || run === "waiting";
+      const hint = document.getElementById("composer-hint");
+      if (hint) {
+        const answerable = document.querySelector("#cards form.card");
+        hint.textContent = run === "waiting" ? (answerable ? "Answer the request above to continue." : "Waiting for the application…") : "";
+      }
+    }
+
+    // Messages are only ever appended: add the new ones instead of replacing the log, so screen
+    // readers announce just them and nothing the visitor selected or scrolled to moves.
+    function mergeTranscript(current, incoming) {
+      const wanted = Array.from(incoming.children);
+      const ids = wanted.map((el) => el.id);
+      const known = Array.from(current.children).filter((el) => el.id !== "typing");
+      if (!known.every((el, i) => el.id === ids[i])) return false;
+      const typing = document.getElementById("typing");
+      const added = [];
+      wanted.slice(known.length).forEach((el) => {
+        if (el.id === "typing") return;
+        current.insertBefore(el, typing);
+        added.push(el);
+      });
+      if (ids.includes("typing")) {
+        if (!typing) current.appendChild(wanted.find((el) => el.id === "typing"));
+        else if (current.lastElementChild !== typing) current.appendChild(typing);
+      } else if (typing) {
+        typing.remove();
+      }
+      added.forEach((el) => {
+        const bubble = el.querySelector(".bubble");
+        toHost("message", {
+          message: { id: el.id.replace(/^message-/, ""), role: el.classList.contains("user") ? "user" : "assistant", text: bubble ? bubble.innerText : "" },
+        });
+      });
+      return true;
+    }
+
+    document.addEventListener("htmx:oobBeforeSwap", (event) => {
+      const detail = event.detail;
+      const target = detail.target;
+      const incoming = detail.fragment && detail.fragment.firstElementChild;
+      if (!target || !incoming) return;
+      stickToBottom = stickToBottom || nearBottom();
+      if (target.id === "transcript") {
+        if (mergeTranscript(target, incoming)) detail.shouldSwap = false;
+      } else if (target.id === "status") {
+        // Update the live region in place: a replaced element is not announced.
+        Object.assign(target.dataset, incoming.dataset);
+        target.innerHTML = incoming.innerHTML;
+        detail.shouldSwap = false;
+      } else if (target.id === "cards" && incoming.dataset.key === target.dataset.key) {
+        detail.shouldSwap = false; // same requests: keep whatever is typed into them
+      }
+    });
+
+    document.addEventListener("htmx:oobAfterSwap", (event) => {
+      const target = event.detail.target;
+      if (target && target.id === "cards" && cardInteraction) {
+        cardInteraction = false;
+        const field = document.querySelector("#cards input:not([type=hidden]), #cards button");
+        (field || document.getElementById("message") || document.getElementById("cards")).focus({ preventScroll: true });
+      }
+      if (target && target.id === "notices" && target.children.length) target.scrollIntoView({ block: "nearest" });
+    });
+
+    function afterUpdate() {
+      syncComposer();
+      if (stickToBottom) scrollToEnd();
+    }
+    document.addEventListener("htmx:wsAfterMessage", () => {
+      healthy = true;
+      lastMessageAt = Date.now();
+      markLive();
+      afterUpdate();
+    });
+    document.addEventListener("htmx:beforeRequest", (event) => {
+      const form = event.detail.elt;
+      if (form && form.closest && form.closest("#cards")) cardInteraction = true;
+    });
+    document.addEventListener("htmx:afterRequest", (event) => {
+      const form = event.detail.elt;
+      if (form && form.classList && form.classList.contains("send-form") && event.detail.successful) {
+        form.reset();
+        const textarea = form.querySelector("textarea");
+        if (textarea) autosize(textarea);
+        stickToBottom = true;
+      }
+      if (event.detail.failed && !event.detail.xhr.status) showProblem("We could not reach the server. Check your connection and try again.");
+      afterUpdate();
+    });
+
+    // 404/409/422 answers carry the fragments that explain them (conflict, closed request, …).
+    document.addEventListener("htmx:beforeSwap", (event) => {
+      const status = event.detail.xhr.status;
+      if ([403, 404, 409, 422].includes(status)) {
+        event.detail.shouldSwap = true;
+        event.detail.isError = false;
+      } else if (status >= 500) {
+        showProblem("Something went wrong on our side. Please try again.");
+      }
+    });
+
+    function showProblem(text) {
+      const notices = document.getElementById("notices");
+      if (!notices) return;
+      const p = document.createElement("p");
+      p.className = "notice";
+      p.setAttribute("role", "alert");
+      p.textContent = text;
+      notices.replaceChildren(p);
+    }
+
+    document.addEventListener("htmx:wsOpen", (event) => {
+      socket = event.detail.socketWrapper;
+      main.dataset.wsOpen = "1";
+    });
+    const socketDown = () => {
+      healthy = false;
+      socket = null;
+      delete main.dataset.wsOpen;
+      markLive();
+    };
+    document.addEventListener("htmx:wsClose", socketDown);
+    document.addEventListener("htmx:wsError", socketDown);
+
+    async function poll() {
+      if (polling) return;
+      polling = true;
+      try {
+        const headers = { "HX-Request": "true" };
+        if (lastEtag) headers["If-None-Match"] = lastEtag;
+        const response = await fetch(main.dataset.liveUrl, { headers: headers, cache: "no-store", credentials: "omit" });
+        if (response.status === 200) {
+          lastEtag = response.headers.get("ETag");
+          htmx.swap(document.body, await response.text(), { swapStyle: "none" });
+          afterUpdate();
+        }
+      } catch (e) {
+        /* offline for a moment: the next tick retries, quietly */
+      } finally {
+        polling = false;
+      }
+    }
+
+    // One clock for both paths: poll while the socket is not delivering; on a quiet socket ask
+    // for a resync now and then, and treat silence as a broken socket (some proxies swallow them).
+    function tick() {
+      if (healthy && socket && Date.now() - lastMessageAt > HEARTBEAT_MS) {
+        if (syncSentAt <= lastMessageAt) {
+          syncSentAt = Date.now();
+          socket.send("sync");
+        } else if (Date.now() - syncSentAt > HEARTBEAT_GRACE_MS) {
+          healthy = false;
+          markLive();
+        }
+      }
+      if (!healthy) poll();
+    }
+    setInterval(tick, POLL_MS);
+    markLive();
+    syncComposer();
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
-    const main = root();
-    if (!main) return;
-    // If the websocket has not opened shortly after load (blocked, proxy), poll instead.
-    setTimeout(() => { if (!main.dataset.wsOpen) startPolling(); }, 3000);
-    document.addEventListener("htmx:wsOpen", () => { main.dataset.wsOpen = "1"; });
-    document.addEventListener("htmx:wsClose", () => { delete main.dataset.wsOpen; });
+    applyAccent(embedRoot());
+    const start = document.getElementById("widget-start");
+    if (start) startPage(start);
+    const main = document.getElementById("conversation");
+    if (main) conversationPage(main);
   });
 })();

@@ -1,0 +1,154 @@
+import json
+
+import pytest
+
+from apps.conversations import actions, queries
+from tests.widget.conftest import enabled_inputs
+
+pytestmark = pytest.mark.django_db
+
+
+def state_of(started: dict) -> dict:
+    return queries.conversation_state(queries.conversation_for(started["conversation_id"]))
+
+
+class TestCards:
+    def test_an_approval_card_shows_the_tool_and_its_exact_arguments(self, page, started):
+        conversation = started("I want a refund")
+
+        html = page(conversation).content.decode()
+
+        assert 'class="card approval"' in html
+        assert "<code>issue_refund</code>" in html
+        assert json.dumps({"amount": 20, "order_id": "A-1"}, indent=2, sort_keys=True).replace('"', "&quot;") in html
+        assert ">Approve</button>" in html and ">Deny</button>" in html
+
+    def test_a_paused_turn_shows_its_card_and_no_reply_text(self, page, started):
+        conversation = started("I want a refund")
+
+        html = page(conversation).content.decode()
+
+        assert html.count('class="message assistant"') == 0
+        assert 'id="call-' in html
+
+    def test_an_answered_approval_says_who_answered(self, page, started, answer, settle):
+        conversation = started("I want a refund")
+        paused = state_of(conversation)
+        with settle():
+            answer(conversation, paused, decision="approve", reviewed_tool="issue_refund",
+                   reviewed_arguments=json.dumps(paused["pending_client_actions"][0]["arguments"]))
+
+        html = page(conversation).content.decode()
+
+        assert "Approved" in html and "by guest:alice" in html
+
+    def test_a_question_card_has_an_answer_field_and_submit(self, page, make_assistant, started):
+        assistant = make_assistant(model={"provider": "scripted", "rules": [
+            {"match": "help", "steps": [{"call": "ask_question", "arguments": {"question": "Which order?"}}, {"say": "Thanks: {result}"}]}]})
+        conversation = started("help", assistant=assistant)
+
+        html = page(conversation).content.decode()
+
+        assert "Which order?" in html and 'name="answer"' in html and ">Submit</button>" in html
+
+    def test_a_client_tool_card_is_a_form_from_its_parameters(self, page, started, answer, settle):
+        conversation = started("when can you deliver?")
+        html = page(conversation).content.decode()
+        with settle():
+            answer(conversation, state_of(conversation), **{"field.label": "2026-12-24"})
+
+        assert 'name="field.label"' in html and ">Submit</button>" in html
+        assert state_of(conversation)["messages"][-1]["text"] == 'Booked for {"label": "2026-12-24"}.'
+
+    def test_a_tool_the_application_answers_shows_that_it_waits_for_it(self, page, make_assistant, started):
+        assistant = make_assistant(tools=[
+            {"name": "lookup_order", "kind": "server", "action": "echo"},
+            {"name": "issue_refund", "kind": "server", "action": "echo", "requires_approval": True},
+            {"name": "pick_date", "kind": "client", "answered_by": "application", "description": "Pick a date in the app"},
+        ])
+        conversation = started("when can you deliver?", assistant=assistant)
+
+        html = page(conversation).content.decode()
+
+        assert "Waiting for the application…" in html
+        assert ">Submit</button>" not in html
+
+    def test_a_second_different_answer_shows_the_accepted_one_instead_of_an_error(self, started, answer, settle):
+        conversation = started("when can you deliver?")
+        paused = state_of(conversation)
+        with settle():
+            answer(conversation, paused, **{"field.label": "2026-12-24"})
+
+        response = answer(conversation, paused, **{"field.label": "2027-01-01"})
+
+        html = response.content.decode()
+        assert response.status_code == 409
+        assert "Someone else already answered" in html and "2026-12-24" in html
+
+    def test_the_conflict_reaches_an_htmx_page_as_a_fragment(self, started, answer, settle):
+        conversation = started("when can you deliver?")
+        paused = state_of(conversation)
+        with settle():
+            answer(conversation, paused, **{"field.label": "2026-12-24"})
+
+        response = answer(conversation, paused, htmx=True, **{"field.label": "2027-01-01"})
+
+        html = response.content.decode()
+        assert '<div id="notices" hx-swap-oob="true"' in html and "Someone else already answered" in html
+        assert "<html" not in html
+
+
+class TestReadOnly:
+    def test_a_completed_conversation_says_so_and_has_no_enabled_input(self, page, started, clock, settle):
+        conversation = started("hello")
+        with settle():
+            actions.start_turn(conversation_id=conversation["conversation_id"], message="bye", persona="guest:alice", edge="link", now=clock())
+
+        html = page(conversation).content.decode()
+
+        assert "This conversation is complete" in html
+        assert enabled_inputs(html) == []
+
+    def test_sending_to_a_completed_conversation_explains_instead_of_failing(self, client, started, clock, settle):
+        conversation = started("bye")
+
+        response = client.post(f"/c/{conversation['conversation_id']}/send", {"token": conversation["token"], "message": "hi again"})
+
+        assert response.status_code == 409
+        assert "This conversation is complete" in response.content.decode()
+
+
+class TestLivePath:
+    def test_polling_answers_not_modified_while_nothing_changed(self, client, started):
+        conversation = started("hello")
+        url = f"/c/{conversation['conversation_id']}/live?token={conversation['token']}"
+        first = client.get(url)
+
+        again = client.get(url, headers={"If-None-Match": first["ETag"]})
+
+        assert first.status_code == 200 and again.status_code == 304
+
+    def test_a_poll_carries_the_fragments_by_their_ids(self, client, started):
+        conversation = started("I want a refund")
+
+        html = client.get(f"/c/{conversation['conversation_id']}/live", {"token": conversation["token"]}).content.decode()
+
+        for fragment in ("status", "transcript", "cards"):
+            assert f'id="{fragment}" hx-swap-oob="true"' in html
+
+    def test_another_conversations_token_sees_nothing(self, client, started):
+        one, two = started("hello"), started("hi")
+
+        response = client.get(f"/c/{one['conversation_id']}", {"token": two["token"]})
+
+        assert response.status_code == 404
+
+
+class TestMessageText:
+    def test_html_in_a_message_is_shown_as_text_and_never_as_markup(self, page, started):
+        conversation = started('<script>alert(1)</script> <img src=x onerror=alert(2)> [x](javascript:alert(3))')
+
+        html = page(conversation).content.decode()
+
+        assert "<script>alert" not in html and "<img" not in html and 'href="javascript:' not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
