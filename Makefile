@@ -22,7 +22,9 @@ $(VENV)/.installed: pyproject.toml
 
 run: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
-	DEBUG=1 $(PY) manage.py load_demo --base-url http://127.0.0.1:8000
+	DEBUG=1 $(PY) manage.py load_demo --base-url http://127.0.0.1:8000 --allowed-origin http://127.0.0.1:8001 --allowed-origin http://localhost:8001
+	@# The demo shop (http://localhost:8001) embeds the widget from another origin; it stops with the server.
+	DEBUG=1 $(PY) manage.py demo_shop --port 8001 --widget-url http://127.0.0.1:8000 & trap 'kill $$!' EXIT; \
 	DEBUG=1 WAYPOINT_WEBHOOK_ALLOW_PRIVATE=1 $(VENV)/bin/daphne -b 127.0.0.1 -p 8000 config.asgi:application
 
 test: install
