@@ -139,12 +139,12 @@ class Workspace:
 
     # --- directory walking, symlink-proof ---
 
-    def _open_area(self, *, create: bool) -> int:
+    def _open_area(self, *, create: bool, shown: str) -> int:
         base = Path(settings.WAYPOINT_WORKSPACE_DIR)
         if create:
             base.mkdir(parents=True, exist_ok=True)
         fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
-        return self._descend(fd, [self.conversation_id, self.area], create=create, shown=self.area)
+        return self._descend(fd, [self.conversation_id, self.area], create=create, shown=shown)
 
     def _descend(self, fd: int, parts: list[str], *, create: bool, shown: str) -> int:
         """Open each directory in turn relative to the last; consumes `fd`, returns the last one's."""
@@ -153,7 +153,13 @@ class Workspace:
                 if create:
                     with contextlib.suppress(FileExistsError):
                         os.mkdir(part, 0o700, dir_fd=fd)
-                next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                try:
+                    next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except NotADirectoryError:
+                    # O_DIRECTORY is checked before O_NOFOLLOW: a symlink shows up as "not a directory".
+                    if stat.S_ISLNK(os.lstat(part, dir_fd=fd).st_mode):
+                        raise OSError(errno.ELOOP, "symlink") from None
+                    raise
                 os.close(fd)
                 fd = next_fd
         except OSError as exc:
@@ -163,7 +169,7 @@ class Workspace:
 
     def _directory(self, parts: list[str], *, create: bool, shown: str) -> int:
         try:
-            area = self._open_area(create=create)
+            area = self._open_area(create=create, shown=shown)
         except FileNotFoundError:
             raise WorkspaceError(f"{shown}: no such file") from None
         return self._descend(area, parts, create=create, shown=shown)
