@@ -1,3 +1,4 @@
+import base64
 import io
 import json
 import os
@@ -10,7 +11,8 @@ from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection
 
 from apps.conversations.models import ChatMessage, Conversation
-from apps.ledger import store
+from apps.ledger import keys, store
+from apps.ledger.chain import signing_key_from_seed
 from apps.ledger.models import Event
 from apps.ledger.replay import read_only, replay, verify
 from tests.core.logs import approve, corrupt_payload, few_turns, flip, seqs, tamper, turn
@@ -289,6 +291,47 @@ class TestRepair:
 
         assert replay(cid).ok and verify(cid).ok
         assert ChatMessage.objects.filter(conversation_id=cid, role="assistant").exists()
+
+
+@pytest.fixture
+def signing_with(settings):
+    """Switch the signing key (and the accepted retired keys) for the rest of the test."""
+
+    def switch(seed: str, *, retired: tuple[str, ...] = ()) -> str:
+        settings.WAYPOINT_SIGNING_KEY = seed
+        settings.WAYPOINT_VERIFY_KEYS = [
+            base64.b64encode(signing_key_from_seed(s).public.public_bytes_raw()).decode() for s in retired
+        ]
+        keys.signing_key.cache_clear()
+        keys.verification_keys.cache_clear()
+        return keys.signing_key().key_id
+
+    yield switch
+    keys.signing_key.cache_clear()
+    keys.verification_keys.cache_clear()
+
+
+class TestKeyRotation:
+    OLD, NEW = base64.b64encode(b"o" * 32).decode(), base64.b64encode(b"n" * 32).decode()
+
+    def test_entries_signed_by_a_retired_key_verify_while_it_is_listed(self, start, clock, signing_with):
+        old = signing_with(self.OLD)
+        cid = start("hello")["conversation_id"]
+        new = signing_with(self.NEW, retired=(self.OLD,))
+
+        turn(cid, "hello again", clock)
+
+        assert set(Event.objects.filter(conversation_id=cid).values_list("key_id", flat=True)) == {old, new}
+        assert run("verify", cid, "--actor", "ops:alice")[0] == 0
+
+    def test_entries_signed_by_a_key_no_longer_listed_fail(self, start, clock, signing_with):
+        old = signing_with(self.OLD)
+        cid = start("hello")["conversation_id"]
+        signing_with(self.NEW)
+
+        code, _, error = run("verify", cid, "--actor", "ops:alice")
+
+        assert code == 1 and error == f"verify failed at seq 1: unknown key id {old!r}"
 
 
 class TestConsoleScript:
