@@ -33,6 +33,7 @@ class CallState:
     finished: dict[str, Any] | None = None
     completion: dict[str, Any] | None = None
     resolution: str = ""
+    resolution_note: str = ""  # what the person who resolved a quarantine confirmed
 
 
 @dataclass
@@ -99,6 +100,7 @@ def turn_state(events: list[Recorded]) -> TurnState:
             s.ambiguous_call = p["call_id"]
         elif k == "quarantine_resolved":
             s.calls[p["call_id"]].resolution = p["resolution"]
+            s.calls[p["call_id"]].resolution_note = p.get("note", "")
             s.ambiguous_call = ""
             if p["resolution"] == "abandon":
                 s.ended = "turn_abandoned"
@@ -114,7 +116,7 @@ def call_result(call: CallState) -> Any:
     if call.completion is not None:
         return {"completed": call.completion["outcome"] == "completed", "reason": call.completion.get("reason", "")}
     if call.resolution == "done" and call.finished is None:
-        return {"status": "done", "note": "confirmed by staff after an interruption"}
+        return {"status": "done", "note": call.resolution_note or "confirmed by staff after an interruption"}
     if call.answer is not None and "decision" in call.answer and call.answer["decision"] == "deny":
         return {"denied": True, "answered_by": call.answered_by}
     if call.finished is not None:

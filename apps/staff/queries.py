@@ -26,6 +26,7 @@ from apps.ledger import chain, replay
 from apps.ledger.store import iso
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.staff.models import StaffAuditLog
+from apps.workspaces.queries import workspace_state
 
 PAGE_SIZE = 50
 LIFECYCLES = ("active", "completed")
@@ -257,7 +258,11 @@ def head_seq(conversation_id: str) -> int | None:
 
 
 def _pretty(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    """JSON for people: on one line when it is short, indented when it is not."""
+    if isinstance(value, str):
+        return value
+    line = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return line if len(line) <= 60 else json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
 
 
 def timeline(conversation_id: str) -> tuple[list[dict[str, Any]], chain.VerifyResult]:
@@ -319,16 +324,21 @@ def _summary(kind: str, payload: Any) -> str:
     return ""
 
 
-def _participants(conversation: Conversation, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _participants(conversation: Conversation, entries: list[dict[str, Any]], members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation's members, then everyone else its log or its tokens name, with what they did."""
     people: dict[str, dict[str, Any]] = {}
 
     def seen(persona: str, role: str) -> None:
         if persona:
-            person = people.setdefault(persona, {"persona": persona, "roles": [], "permissions": set(), "tokens": 0, "revoked": 0})
+            person = people.setdefault(persona, {"persona": persona, "roles": [], "permissions": set(), "tokens": 0, "revoked": 0,
+                                                 "added_by": ""})
             if role and role not in person["roles"]:
                 person["roles"].append(role)
 
-    seen(conversation.owner, "owner")
+    for member in members:
+        seen(member["persona"], member["role"])
+        people[member["persona"]]["permissions"] |= set(member.get("permissions", []))
+        people[member["persona"]]["added_by"] = member.get("added_by", "")
     for entry in entries:
         if not entry["readable"]:
             continue
@@ -358,8 +368,8 @@ def inspect_conversation(conversation_id: str) -> dict[str, Any] | None:
     """
     Return everything the inspector shows about one conversation, or None when there is none.
 
-    The transcript, the full verified timeline, runs, pending calls, tool usage, action logs and
-    participants.
+    The transcript, the full verified timeline, runs, pending calls, tool usage, action logs,
+    participants, memory, artifacts and the conversation's conditions.
     """
     conversation = conversation_queries.conversation_for(conversation_id)
     if conversation is None:
@@ -373,6 +383,7 @@ def inspect_conversation(conversation_id: str) -> dict[str, Any] | None:
         item.arguments_text = _pretty(item.arguments)
         item.output_text = "" if item.output is None else _pretty(item.output)
     latest = runs[-1] if runs else None
+    workspace = workspace_state(conversation, run=latest)
     return {
         "conversation": conversation,
         "assistant": conversation.assistant,
@@ -386,7 +397,11 @@ def inspect_conversation(conversation_id: str) -> dict[str, Any] | None:
         "pending": [u for u in usage if u.status == "pending"],
         "tool_usage": usage,
         "action_logs": action_logs,
-        "participants": _participants(conversation, entries),
+        "participants": _participants(conversation, entries, workspace["participants"]),
+        "conditions": workspace["conditions"],
+        "display_phase": workspace["display_phase"],
+        "memory": workspace["memory"],
+        "artifacts": workspace["artifacts"],
         "seq": conversation.head_seq,
     }
 

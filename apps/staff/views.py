@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from functools import wraps
 from urllib.parse import urlencode
 
@@ -141,7 +142,9 @@ def what_if(request: HttpRequest, conversation_id) -> HttpResponse:
     seq, patch = request.POST.get("seq", ""), request.POST.get("patch", "")
     try:
         result = replay.what_if(str(conversation_id), seq=int(seq), patch=patch)
-        check = {"name": "what_if", "what_if": result, "seq": seq, "patch": patch}
+        check = {"name": "what_if", "what_if": result, "seq": seq, "patch": patch,
+                 "before_text": json.dumps(getattr(result, "before", None), indent=2, sort_keys=True),
+                 "after_text": json.dumps(getattr(result, "after", None), indent=2, sort_keys=True)}
     except (ValueError, TypeError, WaypointError) as exc:
         check = {"name": "what_if", "error": str(getattr(exc, "message", exc)), "seq": seq, "patch": patch}
     return _check(request, conversation_id, check)

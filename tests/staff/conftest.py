@@ -21,6 +21,12 @@ REFUND_DESK = {
 }
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # The default hasher is slow on purpose; these tests check who may log in, not hashing strength.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def staff_user(db, django_user_model):
     return django_user_model.objects.create_user(username="ops", password="a long staff password", is_staff=True)

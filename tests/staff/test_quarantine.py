@@ -53,7 +53,8 @@ class TestMarkAsDone:
         assert replay.replay(q["conversation_id"]).ok
         after = state(q["conversation_id"])
         assert after["run_status"] == "completed" and not after["quarantined"]
-        assert after["messages"][-1]["text"].startswith("Refund issued: ")
+        assert after["messages"][-1]["text"] == (
+            'Refund issued: {"note": "Refund R-77 went through (checked in the shop)", "status": "done"}.')
         assert ActionLog.objects.get(call_id=q["call_id"]).status == "resolved_done"
         assert receiver.deliveries == []  # nothing was sent again
 

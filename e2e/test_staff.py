@@ -1,0 +1,154 @@
+"""A walk through the staff panel: log in, find a conversation, inspect and verify it, resolve a quarantined turn."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.servers import PYTHON, ROOT
+
+PASSWORD = "a long staff password"
+
+# Runs in a separate `manage.py shell` process that crashes for real: the customer asks for a refund
+# and approves it; the refund webhook (the demo shop in the server) is called, and the process dies
+# (WAYPOINT_FAULT_AT=during_action) before it records the outcome. The server's recovery then finds
+# the orphaned turn and quarantines it.
+CRASHING_CUSTOMER = """
+import json
+from django.utils import timezone
+from apps.agent.actions import create_assistant
+from apps.conversations import actions, queries
+
+config = {
+    "name": "Refund desk",
+    "model": {"provider": "scripted", "rules": [{"match": "refund", "steps": [
+        {"call": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}},
+        {"say": "Refund issued: {result}."}]}]},
+    "tools": [{"name": "issue_refund", "kind": "server", "action": "webhook", "url": HOOK, "requires_approval": True}],
+}
+assistant = create_assistant(config=config)
+started = actions.start_conversation(assistant_id=str(assistant.id), message="I want a refund for order A-1",
+                                     persona="guest:alice", edge="link", now=timezone.now())
+print(json.dumps(started), flush=True)
+state = queries.conversation_state(queries.conversation_for(started["conversation_id"]))
+[call] = state["pending_client_actions"]
+actions.accept_results(conversation_id=started["conversation_id"], run_id=state["run_id"], persona="guest:alice",
+                       now=timezone.now(), results=[{"call_id": call["call_id"], "output": {
+                           "decision": "approve", "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}])
+"""
+
+
+@pytest.fixture(scope="module")
+def panel(waypoint_server):
+    """A staff login, and a conversation whose approved refund was sent by a process that then died."""
+    code = (f"from django.contrib.auth import get_user_model\n"
+            f"get_user_model().objects.create_superuser('ops', 'ops@example.com', {PASSWORD!r})\n"
+            f"HOOK = {waypoint_server.url + '/demo/hooks/refund'!r}\n" + CRASHING_CUSTOMER)
+    env = {**os.environ, **waypoint_server.database.env, "WAYPOINT_RUNNER": "inline", "WAYPOINT_FAULT_AT": "during_action"}
+    result = subprocess.run([PYTHON, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 137, result.stderr
+    return {"login": ("ops", PASSWORD), "crashed": json.loads(result.stdout.strip().splitlines()[-1])}
+
+
+def log_in(page, server, username, password):
+    page.goto(server.url + "/staff/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Conversations")).to_be_visible()
+
+
+def test_a_staff_member_inspects_verifies_and_resolves_a_quarantined_turn(browser, waypoint_server, panel, screenshot):
+    crashed_refund = panel["crashed"]
+    cid = crashed_refund["conversation_id"]
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(waypoint_server.url + "/staff/")
+    expect(page.get_by_label("Username")).to_be_visible()
+    screenshot(page, "staff-login")
+    log_in(page, waypoint_server, *panel["login"])
+
+    # Recovery quarantines the orphaned turn within a few seconds of the crash.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        page.goto(waypoint_server.url + "/staff/?quarantined=1")
+        if page.locator(f"#conversation-{cid}").count():
+            break
+        page.wait_for_timeout(500)
+    expect(page.locator(f"#conversation-{cid}")).to_contain_text("quarantined")
+    page.goto(waypoint_server.url + "/staff/")
+    screenshot(page, "staff-conversations")
+
+    page.locator(f"#conversation-{cid} a").click()
+    expect(page.get_by_role("heading", name="Conversation")).to_contain_text(cid)
+    expect(page.locator("#timeline")).to_contain_text("turn_ambiguous")
+    expect(page.locator("#summary")).to_contain_text("entries verify")
+    expect(page.locator("#inspector")).to_have_attribute("data-ws-open", "1")
+    page.get_by_role("button", name="Verify").click()
+    expect(page.locator("#check-result")).to_contain_text("✓ Verify: all")
+    page.get_by_role("button", name="Replay").click()
+    expect(page.locator("#check-result")).to_contain_text("✓ Replay")
+    screenshot(page, "staff-inspector")
+
+    queue = context.new_page()
+    queue.goto(waypoint_server.url + "/staff/quarantine/")
+    card = queue.locator(f"#run-{crashed_refund['run_id']}")
+    expect(card).to_contain_text("issue_refund")
+    expect(card).to_contain_text(f"{crashed_refund['turn_id']}:")
+    screenshot(queue, "staff-quarantine")
+    card.get_by_label("What you confirmed").fill("Refund R-1 exists in the shop for this idempotency key")
+    card.get_by_role("button", name="Mark as done").click()
+    expect(queue.get_by_role("status")).to_contain_text("recorded as staff:ops")
+    expect(queue.locator(f"#run-{crashed_refund['run_id']}")).to_have_count(0)
+
+    # The inspector that stayed open updates by itself: the signed resolution, then the finished turn.
+    expect(page.locator("#timeline")).to_contain_text("quarantine_resolved", timeout=10_000)
+    expect(page.locator("#timeline")).to_contain_text("staff:ops")
+    expect(page.locator("#transcript")).to_contain_text("Refund issued", timeout=10_000)
+    expect(page.locator("#summary")).to_contain_text("completed")
+    page.get_by_role("button", name="Verify").click()
+    expect(page.locator("#check-result")).to_contain_text("✓ Verify: all")
+    screenshot(page, "staff-resolved")
+
+    customer = context.new_page()
+    customer.goto(f"{waypoint_server.url}/c/{cid}?token={crashed_refund['token']}")
+    expect(customer.get_by_role("log")).to_contain_text("Refund issued")
+    context.close()
+
+
+def test_assistants_and_api_keys_are_managed_from_the_panel(browser, waypoint_server, panel, screenshot):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    log_in(page, waypoint_server, *panel["login"])
+
+    page.get_by_role("link", name="Assistants").click()
+    page.get_by_role("link", name="New assistant").click()
+    page.get_by_label("Configuration (JSON)").fill('{"name": "Shop help", "step_budget": 99, "model": {"provider": "scripted"}}')
+    page.get_by_role("button", name="Create assistant").click()
+    expect(page.get_by_role("alert")).to_contain_text("step_budget: must be a whole number from 1 to 64")
+    screenshot(page, "staff-assistant-errors")
+    page.get_by_label("Configuration (JSON)").fill('{"name": "Shop help", "step_budget": 4, "model": {"provider": "scripted"}}')
+    page.get_by_label("Allowed embed origins").fill("https://shop.example")
+    page.get_by_role("button", name="Create assistant").click()
+    expect(page.get_by_role("status")).to_contain_text("Assistant “Shop help” created.")
+    expect(page.locator("#embed-snippet")).to_contain_text("/static/waypoint/embed.js")
+    screenshot(page, "staff-assistant")
+
+    page.get_by_role("link", name="API keys").click()
+    page.get_by_label("Name of a new key").fill("backend")
+    page.get_by_role("button", name="Create key").click()
+    expect(page.locator("#new-key")).to_contain_text("wp_")
+    screenshot(page, "staff-api-keys")
+    page.get_by_role("button", name="Revoke backend").click()
+    expect(page.get_by_role("status")).to_contain_text("is revoked")
+
+    page.get_by_role("link", name="Personas").click()
+    expect(page.get_by_role("table")).to_contain_text("guest:alice")
+    screenshot(page, "staff-personas")
+    context.close()
