@@ -288,7 +288,12 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
         return
     if step.tool is None or step.tool.get("kind") == "builtin" or call.tool in BUILTIN_TOOLS:
         error = f"unknown tool {call.tool!r}"
-        _append(cid, run.turn_id, [ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=error)], held)
+        # Recorded as an action that started and failed at once: the action log row the finish
+        # updates must exist, or the step cannot commit and the run never ends.
+        started = ActionStarted(run_id=run.run_id, call_id=call.call_id, tool=call.tool, action="", arguments=call.arguments,
+                                side_effecting=False, idempotency_key=f"{run.turn_id}:{call.call_id}", attempt=step.attempt)
+        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=error)
+        _append(cid, run.turn_id, [started, finished], held)
         return
     action = ACTIONS[step.tool["action"]]
     _append(
