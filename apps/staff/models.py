@@ -23,3 +23,7 @@ class StaffAuditLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.target}"
+
+    @property
+    def description(self) -> str:
+        return self.action.replace("_", " ").replace("api key", "API key")

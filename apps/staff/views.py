@@ -91,7 +91,7 @@ def _inspection(conversation_id) -> dict:
 @staff_only
 @require_GET
 def inspector(request: HttpRequest, conversation_id) -> HttpResponse:
-    return render(request, INSPECTOR, {"c": _inspection(conversation_id), "what_if_available": _what_if_available()})
+    return render(request, INSPECTOR, {"c": _inspection(conversation_id)})
 
 
 @staff_only
@@ -111,8 +111,7 @@ def inspector_live(request: HttpRequest, conversation_id) -> HttpResponse:
 def _check(request: HttpRequest, conversation_id, check: dict) -> HttpResponse:
     if request.htmx:
         return render(request, f"{INSPECTOR}#check-result", {"check": check})
-    return render(request, INSPECTOR, {"c": _inspection(conversation_id), "check": check,
-                                       "what_if_available": _what_if_available()})
+    return render(request, INSPECTOR, {"c": _inspection(conversation_id), "check": check})
 
 
 @staff_only
@@ -129,24 +128,18 @@ def replay_view(request: HttpRequest, conversation_id) -> HttpResponse:
     return _check(request, conversation_id, {"name": "replay", "replay": replay.replay(str(conversation_id))})
 
 
-def _what_if_available() -> bool:
-    return callable(getattr(replay, "what_if", None))
-
-
 @staff_only
 @require_POST
 def what_if(request: HttpRequest, conversation_id) -> HttpResponse:
     _inspection(conversation_id)
-    if not _what_if_available():
-        raise Http404("what-if is not available")
     seq, patch = request.POST.get("seq", ""), request.POST.get("patch", "")
     try:
         result = replay.what_if(str(conversation_id), seq=int(seq), patch=patch)
         check = {"name": "what_if", "what_if": result, "seq": seq, "patch": patch,
                  "before_text": json.dumps(getattr(result, "before", None), indent=2, sort_keys=True),
                  "after_text": json.dumps(getattr(result, "after", None), indent=2, sort_keys=True)}
-    except (ValueError, TypeError, WaypointError) as exc:
-        check = {"name": "what_if", "error": str(getattr(exc, "message", exc)), "seq": seq, "patch": patch}
+    except ValueError as exc:  # a bad seq or patch: said in the form, like the CLI says it
+        check = {"name": "what_if", "error": str(exc), "seq": seq, "patch": patch}
     return _check(request, conversation_id, check)
 
 

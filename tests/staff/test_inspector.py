@@ -80,6 +80,17 @@ class TestInspector:
         assert "✗ Replay of" in result
         assert f"chat_messages (&#x27;{message.id}&#x27;,).text" in result
 
+    def test_what_if_shows_where_replay_of_a_changed_entry_diverges(self, staff_client, start):
+        started = start("hello")
+        url = reverse("staff:what_if", args=[started["conversation_id"]])
+
+        changed = staff_client.post(url, {"seq": "2", "patch": '[{"op": "replace", "path": "/text", "value": "hi mallory"}]'})
+        broken = staff_client.post(url, {"seq": "2", "patch": "not a patch"})
+
+        assert "replay diverges at entry <strong>2</strong>" in changed.content.decode()
+        assert "chat_messages" in changed.content.decode()
+        assert "What-if: the patch is not JSON" in broken.content.decode()
+
     def test_the_live_fragments_answer_304_while_the_log_has_not_moved(self, staff_client, start, clock):
         started = start("hello")
         url = reverse("staff:conversation_live", args=[started["conversation_id"]])
