@@ -46,7 +46,8 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_SEQ = 2**31 - 1
 
 IdempotencyKey = Header(
-    None, alias="Idempotency-Key", description="retrying with the same key returns the first answer, never a second turn"
+    None, alias="Idempotency-Key", pattern=_IDEMPOTENCY_KEY.pattern,
+    description="1–200 visible ASCII characters; a retry with the same key and body returns the first answer, never a second turn",
 )
 
 
@@ -190,7 +191,7 @@ def results(request: HttpRequest, id: str, run_id: str, payload: schemas.Results
 
 
 @api.post(
-    "/agent/conversations/{id}/continue", response={202: schemas.TurnOut, frozenset(ERRORS | {413}): schemas.ErrorOut},
+    "/agent/conversations/{id}/continue", response={202: schemas.TurnOut, frozenset(ERRORS | {413, 422}): schemas.ErrorOut},
     summary="Continue after an interrupted run", tags=["conversations"],
 )
 def continue_(request: HttpRequest, id: str, idempotency_key: str | None = IdempotencyKey):
