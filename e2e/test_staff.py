@@ -139,6 +139,13 @@ def test_assistants_and_api_keys_are_managed_from_the_panel(browser, waypoint_se
     expect(page.get_by_role("status")).to_contain_text("Assistant “Shop help” created.")
     expect(page.locator("#embed-snippet")).to_contain_text("/static/waypoint/embed.js")
     screenshot(page, "staff-assistant")
+    with context.expect_page() as opened:
+        page.get_by_role("link", name="Preview the widget").click()
+    preview = opened.value
+    preview.get_by_role("button", name="Open chat").click()
+    expect(preview.frame_locator("iframe").get_by_role("log")).to_contain_text("How can we help")
+    screenshot(preview, "staff-preview")
+    preview.close()
 
     page.get_by_role("link", name="API keys").click()
     page.get_by_label("Name of a new key").fill("backend")
