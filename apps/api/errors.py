@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
@@ -209,5 +210,6 @@ def json_errors(view):
     return wrapped
 
 
+@csrf_exempt
 def unknown_path(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
     return JsonResponse(error_body("not_found", "No such API path."), status=404)

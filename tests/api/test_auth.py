@@ -61,6 +61,29 @@ class TestAuthentication:
         assert docs.status_code == 200 and b"swagger" in docs.content.lower()
 
 
+class TestCrossOrigin:
+    def test_a_preflight_is_answered_for_any_origin(self):
+        response = Client().options("/v1/agent/conversations", headers={
+            "Origin": "https://shop.example", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type, idempotency-key"})
+
+        assert response.status_code == 204
+        assert response["Access-Control-Allow-Origin"] == "*"
+        assert "Idempotency-Key" in response["Access-Control-Allow-Headers"]
+
+    def test_responses_are_readable_cross_origin_but_never_with_credentials(self, api):
+        response = api.post("/v1/assistants", CONFIG, headers={"Origin": "https://shop.example"})
+
+        assert response["Access-Control-Allow-Origin"] == "*"
+        assert "ETag" in response["Access-Control-Expose-Headers"]
+        assert "Access-Control-Allow-Credentials" not in response
+
+    def test_an_unknown_path_is_a_json_404_even_for_a_post_without_csrf(self):
+        response = Client(enforce_csrf_checks=True).post("/v1/nothing/here", {}, content_type="application/json")
+
+        assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+
 class TestRateLimits:
     def test_a_credential_over_its_limit_gets_429_with_retry_after(self, api, settings):
         settings.WAYPOINT_RATE_LIMIT_PER_CREDENTIAL = 2
