@@ -59,6 +59,7 @@ _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _started = threading.Event()
+_recovering: set[str] = set()  # conversations handed to a worker by recovery and not yet driven
 
 
 def _process_lock(conversation_id: str) -> threading.Lock:
@@ -90,6 +91,9 @@ def _drive_in_worker(conversation_id: str, recovering: bool) -> None:
     except Exception:
         log.exception("driving conversation %s failed", conversation_id)
     finally:
+        if recovering:
+            with _locks_guard:
+                _recovering.discard(conversation_id)
         connection.close()
 
 
@@ -105,9 +109,15 @@ class _Heartbeat(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stopped.wait(settings.WAYPOINT_LEASE_SECONDS / 3):
-                ok = lease.renew(
-                    conversation_id=self.conversation_id, held=self.held, now=timezone.now(), seconds=settings.WAYPOINT_LEASE_SECONDS
-                )
+                try:
+                    ok = lease.renew(
+                        conversation_id=self.conversation_id, held=self.held, now=timezone.now(),
+                        seconds=settings.WAYPOINT_LEASE_SECONDS,
+                    )
+                except Exception:  # noqa: BLE001 - one failed renewal must not let the lease lapse silently
+                    log.warning("renewing the lease of %s failed; trying again", self.conversation_id, exc_info=True)
+                    connection.close()
+                    continue
                 if not ok:
                     self.lost.set()
                     return
@@ -115,43 +125,75 @@ class _Heartbeat(threading.Thread):
             connection.close()
 
 
+def _oldest_running(conversation_id: str) -> WorkflowLog | None:
+    return WorkflowLog.objects.filter(conversation_id=conversation_id, status="running").order_by("dispatched_seq").first()
+
+
 def drive(conversation_id: str, *, recovering: bool = False) -> None:
     """
     Execute a conversation's running runs, oldest first, as its single writer.
 
-    Returns at once when another process holds the lease.
+    `recovering`: the recovery loop found a run orphaned by a writer that is gone, so the first
+    run is retried (`turn_retried`) unless its outcome is ambiguous. Returns at once when another
+    process holds the lease; in thread mode this process looks again when that lease would expire,
+    in case its holder died.
     """
     with _process_lock(conversation_id):
-        held = lease.acquire(
-            conversation_id=conversation_id, holder=HOLDER, now=timezone.now(), seconds=settings.WAYPOINT_LEASE_SECONDS
-        )
-        if held is None:
-            return
-        heartbeat = _Heartbeat(conversation_id, held)
-        heartbeat.start()
-        try:
-            retried = not (recovering or held.previous_holder)
-            while True:
-                run = (
-                    WorkflowLog.objects.filter(conversation_id=conversation_id, status="running")
-                    .order_by("dispatched_seq")
-                    .first()
-                )
-                if run is None:
-                    break
-                if not retried:
-                    _append(conversation_id, run.turn_id, [TurnRetried(run_id=run.run_id, attempt=1, after_seq=0)], held)
-                    retried = True
-                execute_run(run, held)
-                if WorkflowLog.objects.filter(run_id=run.run_id, status="running").exists():
-                    log.error("run %s made no progress; leaving it for recovery", run.run_id)
-                    break
-        except LeaseLost:
-            log.warning("lost the lease of conversation %s; another process continues", conversation_id)
-        finally:
-            heartbeat.stopped.set()
-            heartbeat.join()
-            lease.release(conversation_id=conversation_id, held=held)
+        while _drive_once(conversation_id, recovering=recovering):
+            recovering = False
+
+
+def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
+    """Drive under one lease; True when a run was dispatched after the last look and needs another pass."""
+    held = lease.acquire(
+        conversation_id=conversation_id, holder=HOLDER, now=timezone.now(), seconds=settings.WAYPOINT_LEASE_SECONDS
+    )
+    if held is None:
+        _look_again_at_expiry(conversation_id)
+        return False
+    heartbeat = _Heartbeat(conversation_id, held)
+    heartbeat.start()
+    drained = False
+    try:
+        # A holder that never released the lease died mid-drive: its run resumes as a retry too.
+        retry = "recovery" if recovering else "takeover" if held.previous_holder else ""
+        while True:
+            run = _oldest_running(conversation_id)
+            if run is None:
+                drained = True
+                break
+            execute_run(run, held, retry=retry)
+            retry = ""
+            if WorkflowLog.objects.filter(run_id=run.run_id, status="running").exists():
+                log.error("run %s made no progress; leaving it for recovery", run.run_id)
+                break
+    except LeaseLost:
+        log.warning("lost the lease of conversation %s; another process continues", conversation_id)
+    finally:
+        heartbeat.stopped.set()
+        heartbeat.join()
+        lease.release(conversation_id=conversation_id, held=held)
+    # A turn dispatched between our last look and the release had its own kick refused by our
+    # lease: nobody else will drive it until recovery, so take it now.
+    return drained and _oldest_running(conversation_id) is not None
+
+
+def _look_again_at_expiry(conversation_id: str) -> None:
+    """
+    Kick a conversation again when the lease that refused us expires, if it still has a running run.
+
+    A live holder renews its lease and drives the run itself; a holder that died leaves a lease
+    that expires, and this process takes over then instead of waiting for the recovery loop.
+    """
+    if settings.WAYPOINT_RUNNER != "thread" or _oldest_running(conversation_id) is None:
+        return
+    expires_at = Lease.objects.filter(conversation_id=conversation_id).values_list("expires_at", flat=True).first()
+    if expires_at is None:
+        return
+    delay = max(0.05, (expires_at - timezone.now()).total_seconds() + 0.05)
+    timer = threading.Timer(delay, kick, args=[conversation_id])
+    timer.daemon = True
+    timer.start()
 
 
 def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, actor: str = "agent") -> list:
@@ -168,8 +210,30 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
         )
 
 
-def execute_run(run: WorkflowLog, held: lease.Held) -> None:
-    """Take committed steps of one run until it ends, pauses or can do nothing more."""
+BATCH_ONE_KINDS = frozenset({"turn_dispatched", "ingress_directive"})
+
+
+def _retry_marker(retry: str, run: WorkflowLog, events: list, state: turns.TurnState, step: turns.Step) -> TurnRetried | None:
+    """
+    The `turn_retried` entry a resumed run records before its next step, if it needs one.
+
+    None for an ambiguous turn (it is quarantined, never retried), for a run with nothing left to
+    do, and for a run taken over from a dead holder before it took any step (it is simply run).
+    """
+    if not retry or isinstance(step, turns.Ambiguous | turns.Done | turns.Wait):
+        return None
+    if retry == "takeover" and all(e.kind in BATCH_ONE_KINDS for e in events):
+        return None
+    return TurnRetried(run_id=run.run_id, attempt=state.retries + 1, after_seq=events[-1].seq)
+
+
+def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
+    """
+    Take committed steps of one run until it ends, pauses or can do nothing more.
+
+    `retry` ("recovery" or "takeover") says the run resumes after its writer died: it records
+    `turn_retried` (attempt, last committed seq) before its next step.
+    """
     cid = str(run.conversation_id)
     conversation = Conversation.objects.select_related("assistant").get(id=cid)
     config = conversation.assistant.config
@@ -185,6 +249,11 @@ def execute_run(run: WorkflowLog, held: lease.Held) -> None:
         state = turns.turn_state(events)
         budget = turns.effective_budget(settings.WAYPOINT_STEP_BUDGET, config, state)
         step = turns.next_step(state, config, budget)
+        marker = _retry_marker(retry, run, events, state, step)
+        retry = ""
+        if marker is not None:
+            _append(cid, run.turn_id, [marker], held)
+            continue
         if isinstance(step, turns.Done | turns.Wait):
             return
         if isinstance(step, turns.CallModel):
@@ -348,12 +417,16 @@ def recover_once() -> int:
         Lease.objects.filter(conversation_id__in=candidates, expires_at__gt=now).exclude(holder="").values_list("conversation_id", flat=True)
     )
     handed = 0
-    for cid in sorted(candidates - busy, key=str):
-        handed += 1
+    for cid in sorted(str(c) for c in candidates - busy):
         if settings.WAYPOINT_RUNNER == "thread":
-            _workers().submit(_drive_in_worker, str(cid), True)
+            with _locks_guard:
+                if cid in _recovering:
+                    continue  # still queued from an earlier pass: one recovery per conversation at a time
+                _recovering.add(cid)
+            _workers().submit(_drive_in_worker, cid, True)
         else:
-            drive(str(cid), recovering=True)
+            drive(cid, recovering=True)
+        handed += 1
     expire_simple_runs(now=now)
     workspace_actions.reconcile(now=now)
     return handed

@@ -237,4 +237,10 @@ def workspace_state(conversation: Conversation, *, run: WorkflowLog | None) -> d
         "participants": participants(conversation),
         "memory": list_memory(conversation),
         "artifacts": artifacts(conversation),
+        # per tool call: pending | unacknowledged | acknowledged | missing | duplicate | failed | unrecorded
+        "artifact_recovery": [
+            {k: item[k] for k in ("turn_id", "call_id", "tool", "call_status", "outcome", "detail", "stray_files")}
+            | {"artifact_ids": [a["artifact_id"] for a in item["artifacts"]]}
+            for item in recovery
+        ],
     }

@@ -134,6 +134,13 @@ class TestRecoveryState:
         assert (call["outcome"], call["call_status"]) == ("unacknowledged", "succeeded")
         assert [a["artifact_id"] for a in call["artifacts"]] == [artifact["artifact_id"]]
 
+    def test_the_conversation_state_carries_the_recovery_state(self, reported):
+        cid, artifact = reported
+
+        [call] = state(cid)["artifact_recovery"]
+
+        assert (call["outcome"], call["artifact_ids"]) == ("unacknowledged", [artifact["artifact_id"]])
+
     def test_a_received_artifact_is_acknowledged(self, reported, clock):
         cid, artifact = reported
         workspace.acknowledge_artifact(conversation_id=cid, artifact_id=artifact["artifact_id"], persona="shop:backend", now=clock())

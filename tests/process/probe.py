@@ -1,0 +1,50 @@
+"""
+Django-side steps of the process tests, run in a short-lived `manage.py shell` on a server database.
+
+The test process never opens the server database through Django: it drives the servers over HTTP,
+reads rows with plain SQL, and asks this module (in its own process, with the inline runner) for the
+few things that need the application: an assistant, seeded conversations, replay and verify.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+MARK = "PROBE-RESULT "
+
+
+def lab(*, config: dict[str, Any], conversations: int, message: str) -> dict[str, Any]:
+    """Create an assistant and `conversations` conversations whose first turn (`message`) completed."""
+    from django.utils import timezone
+
+    from apps.agent.actions import create_assistant
+    from apps.conversations import actions
+
+    created = create_assistant(config=config)
+    started = [
+        actions.start_conversation(assistant_id=str(created.id), message=message, persona="guest:crash", edge="link", now=timezone.now())
+        for _ in range(conversations)
+    ]
+    return {"assistant_id": str(created.id), "conversations": started}
+
+
+def check(*, conversation_ids: list[str]) -> dict[str, Any]:
+    """Replay and verify each conversation's log."""
+    from apps.ledger.replay import replay, verify
+
+    return {cid: {"replay": asdict(replay(cid)), "verify": asdict(verify(cid))} for cid in conversation_ids}
+
+
+def main(name: str, arguments: str) -> None:
+    result = globals()[name](**json.loads(arguments))
+    print(MARK + json.dumps(result, default=str))
+
+
+def run(database, name: str, **arguments: Any) -> Any:
+    """Run one probe step against a `ServerDatabase` and return its JSON result."""
+    code = f"from tests.process.probe import main; main({name!r}, {json.dumps(arguments)!r})"
+    out = database.manage("shell", "-c", code, env={"WAYPOINT_RUNNER": "inline", "WAYPOINT_FAULT_AT": ""})
+    line = next(line for line in reversed(out.splitlines()) if line.startswith(MARK))
+    return json.loads(line[len(MARK) :])
