@@ -1,0 +1,69 @@
+"""The JavaScript SDK in Chromium against a live server, through a plain page that uses only sdk.js."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.conftest import SUPPORT_CONFIG
+
+
+@pytest.fixture(scope="module")
+def backend(waypoint_server):
+    """The embedding application's backend: an API key and an assistant with the pick_date client tool."""
+    key = waypoint_server.database.manage("create_api_key", "e2e").strip().splitlines()[-1]
+    http = httpx.Client(base_url=waypoint_server.url, headers={"Authorization": f"Bearer {key}"}, timeout=10)
+    assistant = http.post("/v1/assistants", json=SUPPORT_CONFIG).json()["id"]
+
+    def start(message: str) -> dict:
+        response = http.post("/v1/agent/conversations", json={"assistant": assistant, "message": message})
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    yield start
+    http.close()
+
+
+def demo_url(server, started: dict, **params) -> str:
+    query = "&".join(f"{k}={v}" for k, v in {"conversation": started["conversation_id"], "token": started["token"], **params}.items())
+    return f"{server.url}/static/waypoint/sdk-demo.html?{query}"
+
+
+def test_a_client_tool_answers_automatically_and_a_different_second_answer_is_reported_as_a_conflict(
+    browser, waypoint_server, backend, screenshot
+):
+    started = backend("when can you deliver?")
+    person = browser.new_context().new_page()
+    person.goto(demo_url(waypoint_server, started))
+    person_form = person.locator("form.card")
+    expect(person_form).to_be_visible(timeout=10_000)
+    expect(person.locator("#status")).to_have_attribute("data-connection", "websocket")
+
+    app = browser.new_context().new_page()
+    app.goto(demo_url(waypoint_server, started, auto="2026-12-24"))
+    expect(app.get_by_role("log")).to_contain_text('Booked for {"date": "2026-12-24"}.', timeout=10_000)
+    person_form.locator("input").fill("2027-01-02")
+    person_form.get_by_role("button", name="Submit").click()
+
+    alert = person.get_by_role("alert")
+    expect(alert).to_contain_text("Someone else already answered", timeout=10_000)
+    expect(alert).to_contain_text('{"date":"2026-12-24"}')
+    expect(person.get_by_role("log")).to_contain_text('Booked for {"date": "2026-12-24"}.')
+    screenshot(person, "sdk-conflict")
+    person.context.close()
+    app.context.close()
+
+
+def test_without_a_websocket_the_sdk_keeps_current_by_polling(browser, waypoint_server, backend):
+    started = backend("hello")
+    page = browser.new_context().new_page()
+    page.goto(demo_url(waypoint_server, started, socket="0"))
+    expect(page.get_by_role("log")).to_contain_text("You said: hello", timeout=10_000)
+
+    page.get_by_label("Message").fill("are you there?")
+    page.get_by_role("button", name="Send").click()
+
+    expect(page.get_by_role("log")).to_contain_text("You said: are you there?", timeout=10_000)
+    expect(page.locator("#status")).to_have_attribute("data-connection", "polling")
+    page.context.close()
