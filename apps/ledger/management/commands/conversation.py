@@ -74,7 +74,7 @@ class Command(BaseCommand):
             for line in report.differences:
                 self.stdout.write(f"  {line}")
             if report.unreplayable_seq is not None:
-                raise CommandError(f"replay stopped at seq {report.unreplayable_seq}: {report.differences[0]}", returncode=FAILED)
+                raise CommandError(f"replay stopped at seq {report.unreplayable_seq}, which cannot be replayed", returncode=FAILED)
             raise CommandError(f"replay failed: {len(report.differences)} difference(s) from the stores", returncode=FAILED)
         self.stdout.write(f"OK conv-{cid}: {report.events} entries replay to exactly the stored state")
 
