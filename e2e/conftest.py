@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.servers import DaphneServer, ServerDatabase
+from tests.servers import PYTHON, ROOT, DaphneServer, ServerDatabase, free_port
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -56,3 +59,57 @@ def screenshot():
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
     return take
+
+
+@pytest.fixture
+def screenshots(screenshot):
+    """Save the page at a phone width (375 px) and a desktop width (1280 px): `<name>-375.png`, `<name>-1280.png`."""
+
+    def take(page, name: str) -> None:
+        size = page.viewport_size
+        for width in (375, 1280):
+            page.set_viewport_size({"width": width, "height": 800})
+            screenshot(page, f"{name}-{width}")
+        page.set_viewport_size(size)
+
+    return take
+
+
+@pytest.fixture(scope="module")
+def demo_shop(waypoint_server):
+    """The demo shop on another origin (http://localhost:<port>), embedding the demo assistant's widget."""
+    port = free_port()
+    origin = f"http://localhost:{port}"
+    waypoint_server.database.manage("load_demo", "--base-url", waypoint_server.url, "--allowed-origin", origin)
+    proc = subprocess.Popen(
+        [PYTHON, "manage.py", "demo_shop", "--port", str(port), "--widget-url", waypoint_server.url],
+        cwd=ROOT, env={**os.environ, **waypoint_server.database.env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+            break
+        except httpx.HTTPError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError("the demo shop did not start") from None
+            time.sleep(0.1)
+    yield origin
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def start_conversation():
+    """Start a conversation from the home page as a customer: `start(page, server, message, assistant=…)` returns its link."""
+
+    def start(page, server, message: str, assistant: str = "Waypoint demo support") -> str:
+        page.goto(server.url + "/")
+        card = page.get_by_role("region", name=assistant)
+        card.get_by_label("Your first message").fill(message)
+        card.get_by_role("button", name="Start a conversation").click()
+        page.wait_for_url("**/c/*?token=*")
+        return page.url
+
+    return start

@@ -82,6 +82,9 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         call["answered_by_application"] = tool.get("answered_by") == "application"
         call["title"] = _title(call, tool)
         call["fields"] = form_fields(tool.get("parameters", {}))
+        # One field named like the card itself: the heading already says it, the label stays for screen readers.
+        if len(call["fields"]) == 1 and call["fields"][0]["label"] == call["title"]:
+            call["fields"][0]["label_hidden"] = True
     for call in state["answered_client_actions"]:
         call["title"] = _title(call, tools.get(call["tool"], {}))
         call["output_text"] = "Expired" if call["status"] == "expired" else describe_output(call["output"])

@@ -242,7 +242,7 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         tool = next((t for t in conversation.assistant.config.get("tools", []) if t["name"] == call["tool"]), {})
         output = form_output(form_fields(tool.get("parameters", {})), request.POST)
     try:
-        actions.accept_results(
+        acceptance = actions.accept_results(
             conversation_id=conversation_id, run_id=request.POST.get("run_id", ""), results=[{"call_id": call_id, "output": output}],
             persona=grant.persona, permissions=grant.permissions, now=timezone.now(),
         )
@@ -252,6 +252,12 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         return _after_post(request, conversation_id, grant, status=409, conflict=conflict)
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
+    if call_id in acceptance.already:
+        # The same answer was accepted before this click (another browser, a stale card): nothing
+        # changed, and the person should know the answer that counts was not theirs.
+        answered = next(c for c in queries.conversation_state(conversation)["answered_client_actions"] if c["call_id"] == call_id)
+        conflict = {"tool": call["tool"], "answered_by": answered["answered_by"], "output_text": describe_output(answered["output"])}
+        return _after_post(request, conversation_id, grant, conflict=conflict)
     return _after_post(request, conversation_id, grant)
 
 

@@ -152,3 +152,17 @@ class TestMessageText:
 
         assert "<script>alert" not in html and "<img" not in html and 'href="javascript:' not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+class TestStaleCards:
+    def test_the_same_answer_from_a_stale_card_says_someone_else_already_answered(self, started, answer, settle):
+        conversation = started("when can you deliver?")
+        paused = state_of(conversation)
+        with settle():
+            answer(conversation, paused, **{"field.label": "2026-12-24"})
+
+        response = answer(conversation, paused, **{"field.label": "2026-12-24"})
+
+        html = response.content.decode()
+        assert response.status_code == 200
+        assert "Someone else already answered" in html and "2026-12-24" in html

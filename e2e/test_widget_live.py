@@ -1,0 +1,199 @@
+"""The customer page in several browsers at once: shared cards, conflicts, reopening, completion, polling, escaping."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+SOCKET = re.compile(r"/ws/conversations/")
+SHOWCASE = {
+    "name": "Showcase",
+    "model": {
+        "provider": "scripted",
+        "rules": [
+            {"match": "slow", "steps": [{"call": "think", "arguments": {"seconds": 4}}, {"say": "Done thinking."}]},
+            {"match": "scan", "steps": [{"call": "scan_badge", "arguments": {}}, {"say": "Scanned {result}."}]},
+        ],
+        "fallback": [{"say": "You said: {message}"}],
+    },
+    "tools": [
+        {"name": "think", "kind": "server", "action": "sleep"},
+        {"name": "scan_badge", "kind": "client", "answered_by": "application", "description": "Scan your badge in the app"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def showcase(waypoint_server) -> str:
+    """A second assistant: a slow server tool (progress while running) and a tool the application answers."""
+    code = f"import json; from apps.agent.actions import create_assistant; print(create_assistant(config=json.loads({json.dumps(json.dumps(SHOWCASE))})).id)"
+    return waypoint_server.database.manage("shell", "-c", code).strip().splitlines()[-1]
+
+
+def live_by(page, path: str) -> None:
+    expect(page.locator("#conversation")).to_have_attribute("data-live", path, timeout=10_000)
+
+
+def send(page, text: str) -> None:
+    page.get_by_label("Message").fill(text)
+    page.get_by_label("Message").press("Enter")
+
+
+def refunds(server) -> list[dict]:
+    return httpx.get(server.url + "/demo/hooks/refund").json()["refunds"]
+
+
+def test_two_browsers_see_one_approval_and_the_later_approve_shows_the_accepted_answer(browser, waypoint_server, start_conversation, screenshots):
+    alice, bob = browser.new_context(), browser.new_context()
+    page_a = alice.new_page()
+    link = start_conversation(page_a, waypoint_server, "I want a refund")
+    page_b = bob.new_page()
+    stalled = []
+
+    def relay(ws):
+        server = ws.connect_to_server()
+        server.on_message(lambda message: None if stalled else ws.send(message))
+
+    page_b.route_web_socket(SOCKET, relay)
+    page_b.goto(link)
+    for page in (page_a, page_b):
+        expect(page.locator("#cards .card.approval")).to_contain_text("issue_refund", timeout=10_000)
+        expect(page.locator("#cards .arguments")).to_contain_text('"amount": 20')
+        live_by(page, "ws")
+    before = len(refunds(waypoint_server))
+    screenshots(page_a, "approval")
+    stalled.append(True)  # Bob's connection stalls: his card stays as it was when he looked
+
+    page_a.get_by_role("button", name="Approve").click()
+    expect(page_a.get_by_role("log")).to_contain_text("Refund issued", timeout=10_000)
+    page_b.get_by_role("button", name="Approve").click()
+
+    notice = page_b.locator("#notices")
+    expect(notice).to_contain_text("Someone else already answered")
+    expect(notice).to_contain_text("Approved")
+    expect(page_b.locator("#cards")).to_contain_text("Approved")
+    screenshots(page_b, "conflict")
+    after = refunds(waypoint_server)
+    assert len(after) == before + 1 and after[-1]["deliveries"] == 1
+    alice.close()
+    bob.close()
+
+
+def test_a_tab_closed_mid_pause_reopens_in_another_browser_with_its_card(browser, waypoint_server, start_conversation, screenshots):
+    first = browser.new_context()
+    page = first.new_page()
+    link = start_conversation(page, waypoint_server, "When can you deliver?")
+    expect(page.get_by_label("Delivery date")).to_be_visible(timeout=10_000)
+    first.close()
+
+    second = browser.new_context()
+    page = second.new_page()
+    page.goto(link)
+    field = page.get_by_label("Delivery date")
+    expect(field).to_be_visible()
+    screenshots(page, "client-action")
+    field.fill("2026-12-24")
+    page.get_by_role("button", name="Submit").click()
+
+    expect(page.get_by_role("log")).to_contain_text("Booked for", timeout=10_000)
+    expect(page.get_by_role("log")).to_contain_text("2026-12-24")
+    expect(page.get_by_role("button", name="Submit")).to_have_count(0)
+    second.close()
+
+
+def test_a_question_is_answered_from_its_card(browser, waypoint_server, start_conversation, screenshots):
+    context = browser.new_context()
+    page = context.new_page()
+    start_conversation(page, waypoint_server, "I need help")
+    answer = page.get_by_label("Your answer")
+    expect(page.locator("#cards")).to_contain_text("Which order is this about?", timeout=10_000)
+    screenshots(page, "question")
+
+    answer.fill("A-1")
+    answer.press("Enter")
+
+    expect(page.get_by_role("log")).to_contain_text("Thanks, I will look into", timeout=10_000)
+    expect(page.get_by_role("log")).to_contain_text("A-1")
+    context.close()
+
+
+def test_completion_makes_every_open_browser_read_only(browser, waypoint_server, start_conversation, screenshots):
+    alice, bob = browser.new_context(), browser.new_context()
+    page_a = alice.new_page()
+    link = start_conversation(page_a, waypoint_server, "Hello")
+    page_b = bob.new_page()
+    page_b.goto(link)
+    live_by(page_b, "ws")
+
+    send(page_a, "bye")
+
+    for page in (page_a, page_b):
+        expect(page.get_by_text("This conversation is complete")).to_be_visible(timeout=10_000)
+        expect(page.get_by_role("log")).to_contain_text("Goodbye!")
+        expect(page.locator("main textarea:enabled, main input:enabled:not([type=hidden])")).to_have_count(0)
+        expect(page.get_by_role("button", name="Send")).to_have_count(0)
+    screenshots(page_b, "complete")
+    alice.close()
+    bob.close()
+
+
+def test_with_the_websocket_blocked_updates_arrive_by_polling_within_three_seconds(browser, waypoint_server, start_conversation):
+    alice, blocked = browser.new_context(), browser.new_context()
+    blocked.route_web_socket(SOCKET, lambda ws: ws.close())
+    page_a = alice.new_page()
+    link = start_conversation(page_a, waypoint_server, "Hello")
+    page_b = blocked.new_page()
+    page_b.goto(link)
+    live_by(page_b, "poll")
+    expect(page_b.get_by_role("log")).to_contain_text("You said: Hello")
+
+    send(page_a, "Anyone there?")
+    expect(page_a.get_by_role("log")).to_contain_text("You said: Anyone there?", timeout=10_000)
+
+    expect(page_b.get_by_role("log")).to_contain_text("You said: Anyone there?", timeout=3_000)
+    expect(page_b.locator("#notices")).to_be_empty()
+    alice.close()
+    blocked.close()
+
+
+def test_markup_in_model_output_runs_nothing_and_is_shown_as_text(browser, waypoint_server, start_conversation):
+    context = browser.new_context()
+    page = context.new_page()
+    dialogs, console = [], []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("console", lambda message: console.append(message.text))
+    payload = ('<script>console.log("XSS-MARKER")</script> <img src=x onerror="console.log(\'XSS-MARKER\')"> '
+               '[click me](javascript:alert("XSS-MARKER")) <svg onload=alert(1)>')
+
+    start_conversation(page, waypoint_server, payload)
+
+    log = page.get_by_role("log")
+    expect(log).to_contain_text('You said: <script>console.log("XSS-MARKER")</script>', timeout=10_000)
+    expect(log).to_contain_text("onerror=")
+    expect(log).to_contain_text("javascript:")
+    expect(page.locator("#transcript script, #transcript img, #transcript svg, #transcript a[href^='javascript']")).to_have_count(0)
+    page.wait_for_timeout(300)  # let any injected handler have its chance to run
+    assert dialogs == []
+    assert not [line for line in console if "XSS-MARKER" in line or "Content Security Policy" in line]
+    context.close()
+
+
+def test_progress_shows_while_a_run_works_and_the_application_card_waits(browser, waypoint_server, start_conversation, showcase, screenshots):
+    context = browser.new_context()
+    page = context.new_page()
+    start_conversation(page, waypoint_server, "slow please", assistant="Showcase")
+    expect(page.locator("#typing")).to_be_visible(timeout=10_000)
+    expect(page.locator("#status")).to_contain_text("think")
+    screenshots(page, "working")
+    expect(page.get_by_role("log")).to_contain_text("Done thinking.", timeout=10_000)
+
+    send(page, "scan my badge")
+
+    expect(page.locator("#cards")).to_contain_text("Waiting for the application…", timeout=10_000)
+    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    screenshots(page, "waiting-for-application")
+    context.close()
