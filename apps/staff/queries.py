@@ -155,13 +155,14 @@ def _search(q: str) -> Q:
         key, _, value = q.partition("=")
         key, value = key.strip(), value.strip()
         if _METADATA_KEY.match(key):
-            match = Q(**{f"metadata__{key}": value})
+            # JSON containment (@>): one pass over the jsonb, no text extraction per key.
+            match = Q(metadata__contains={key: value})
             try:
                 parsed = json.loads(value)
             except ValueError:
                 parsed = value
             if parsed != value:
-                match |= Q(**{f"metadata__{key}": parsed})
+                match |= Q(metadata__contains={key: parsed})
             return match
     match = Q(metadata__icontains=q)
     if _ID_PREFIX.match(q):
@@ -178,14 +179,17 @@ def _filtered(filters: ConversationFilters):
     if filters.status:
         query = query.filter(status=filters.status)
     if filters.run_status:
-        query = query.filter(run_status=filters.run_status)
+        # "Any run has it" first: the status index finds the few candidates of a rare status, so
+        # the latest-run subquery runs for those only instead of for every conversation scanned.
+        any_run = WorkflowLog.objects.filter(conversation=OuterRef("pk"), status=filters.run_status)
+        query = query.filter(Exists(any_run), run_status=filters.run_status)
     if filters.quarantined:
         query = query.filter(quarantined=True)
     if filters.assistant:
         query = query.filter(assistant_id=filters.assistant)
     if filters.persona:
-        tokens = ConversationToken.objects.filter(conversation=OuterRef("pk"), persona=filters.persona)
-        query = query.filter(Q(owner=filters.persona) | Exists(tokens))
+        holders = ConversationToken.objects.filter(persona=filters.persona).values("conversation_id")
+        query = query.filter(Q(owner=filters.persona) | Q(id__in=holders))
     if filters.since:
         query = query.filter(created_at__gte=datetime.combine(filters.since, time.min, tzinfo=UTC))
     if filters.until:
