@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
@@ -27,6 +28,12 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(group_name(self.conversation_id), self.channel_name)
         await self.accept()
         await self.push()
+
+    async def dispatch(self, message: dict) -> None:
+        # The group is shared with the customer sockets: a broadcast kind the panel does not show
+        # is skipped rather than fatal to the socket.
+        if message["type"].startswith("websocket.") or hasattr(self, get_handler_name(message)):
+            await super().dispatch(message)
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "last_sent", None) is not None:
