@@ -13,7 +13,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.http import parse_etags
-from ninja import Header, NinjaAPI, Query
+from ninja import Header, NinjaAPI, Path, Query
 from ninja.responses import Status
 
 from apps.agent.actions import create_assistant
@@ -51,6 +51,12 @@ IdempotencyKey = Header(
 )
 
 
+ConversationId = Path(..., description="the conversation id (UUID); unknown or malformed ids are 404")
+_RETRY_AFTER = {"Retry-After": {"description": "seconds until the window resets", "required": True, "schema": {"type": "integer"}}}
+_ETAG = {"ETag": {"description": 'the log head, e.g. `"42"`; send it back as If-None-Match', "required": True, "schema": {"type": "string"}}}
+DOCUMENTED_HEADERS = {"responses": {"429": {"headers": _RETRY_AFTER}}}
+
+
 def _principal(request: HttpRequest) -> Principal:
     return request.auth  # type: ignore[attr-defined]
 
@@ -84,7 +90,7 @@ def _check_directive_allowed(principal: Principal, directive: schemas.Directive 
 
 @api.post(
     "/assistants", response={201: schemas.AssistantOut, frozenset(BAD | {401, 403, 429}): schemas.ErrorOut},
-    summary="Create an assistant", tags=["assistants"],
+    summary="Create an assistant", tags=["assistants"], openapi_extra=DOCUMENTED_HEADERS,
 )
 def create(request: HttpRequest, payload: schemas.AssistantConfigIn):
     """Create an assistant from its JSON configuration (API key). Invalid → 422 `invalid_assistant_config`."""
@@ -95,7 +101,7 @@ def create(request: HttpRequest, payload: schemas.AssistantConfigIn):
 
 @api.post(
     "/agent/conversations", response={201: schemas.StartOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
-    summary="Start a conversation", tags=["conversations"],
+    summary="Start a conversation", tags=["conversations"], openapi_extra=DOCUMENTED_HEADERS,
 )
 def start(request: HttpRequest, payload: schemas.StartIn, idempotency_key: str | None = IdempotencyKey):
     """
@@ -117,9 +123,9 @@ def start(request: HttpRequest, payload: schemas.StartIn, idempotency_key: str |
 
 @api.post(
     "/agent/conversations/{id}/turns", response={202: schemas.TurnOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
-    summary="Send a user message (a new turn)", tags=["conversations"],
+    summary="Send a user message (a new turn)", tags=["conversations"], openapi_extra=DOCUMENTED_HEADERS,
 )
-def turn(request: HttpRequest, id: str, payload: schemas.TurnIn, idempotency_key: str | None = IdempotencyKey):
+def turn(request: HttpRequest, payload: schemas.TurnIn, id: str = ConversationId, idempotency_key: str | None = IdempotencyKey):
     """
     Commit a new turn's user message; the run continues in the background.
 
@@ -141,10 +147,12 @@ def turn(request: HttpRequest, id: str, payload: schemas.TurnIn, idempotency_key
     "/runner/conversation/{id}/messages",
     response={200: schemas.StateOut, 304: None, frozenset({401, 403, 404, 422, 429}): schemas.ErrorOut},
     summary="Read messages and reconnect state", tags=["conversations"],
+    openapi_extra={"responses": {"200": {"headers": _ETAG}, "304": {"headers": _ETAG}, "429": {"headers": _RETRY_AFTER}}},
 )
 def messages(
-    request: HttpRequest, response: HttpResponse, id: str,
+    request: HttpRequest, response: HttpResponse, id: str = ConversationId,
     after_seq: int = Query(0, ge=0, le=MAX_SEQ, description="only messages after this `seq`"),
+    if_none_match: str | None = Header(None, alias="If-None-Match", description="the ETag of your last read: 304 if unchanged"),
 ):
     """
     Return the messages of committed turns and the reconnect fields.
@@ -155,7 +163,7 @@ def messages(
     conversation = _conversation(_principal(request), id)
     state = queries.conversation_state(conversation, after_seq=after_seq)
     etag = f'"{state["seq"]}"' if after_seq == 0 else f'"{state["seq"]}-{after_seq}"'
-    sent = request.headers.get("If-None-Match", "")
+    sent = if_none_match or ""
     if sent and (sent.strip() == "*" or etag in parse_etags(sent) or f"W/{etag}" in parse_etags(sent)):
         not_modified = HttpResponse(status=304)
         not_modified["ETag"] = etag
@@ -169,9 +177,12 @@ def messages(
 @api.post(
     "/agent/conversations/{id}/runs/{run_id}/results",
     response={200: schemas.ResultsOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
-    summary="Answer pending client actions", tags=["conversations"],
+    summary="Answer pending client actions", tags=["conversations"], openapi_extra=DOCUMENTED_HEADERS,
 )
-def results(request: HttpRequest, id: str, run_id: str, payload: schemas.ResultsIn):
+def results(
+    request: HttpRequest, payload: schemas.ResultsIn, id: str = ConversationId,
+    run_id: str = Path(..., description="the run whose calls you answer (`run_id` of the state)"),
+):
     """
     Submit results for a run's pending client tools, approvals and questions.
 
@@ -192,9 +203,9 @@ def results(request: HttpRequest, id: str, run_id: str, payload: schemas.Results
 
 @api.post(
     "/agent/conversations/{id}/continue", response={202: schemas.TurnOut, frozenset(ERRORS | {413, 422}): schemas.ErrorOut},
-    summary="Continue after an interrupted run", tags=["conversations"],
+    summary="Continue after an interrupted run", tags=["conversations"], openapi_extra=DOCUMENTED_HEADERS,
 )
-def continue_(request: HttpRequest, id: str, idempotency_key: str | None = IdempotencyKey):
+def continue_(request: HttpRequest, id: str = ConversationId, idempotency_key: str | None = IdempotencyKey):
     """Start a new turn with the stored history after an interrupted, failed or expired run."""
     principal = _principal(request)
     conversation = _conversation(principal, id, "write")
@@ -207,9 +218,9 @@ def continue_(request: HttpRequest, id: str, idempotency_key: str | None = Idemp
 
 @api.post(
     "/agent/conversations/{id}/tokens", response={201: schemas.TokenOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
-    summary="Issue a conversation token for a persona", tags=["tokens"],
+    summary="Issue a conversation token for a persona", tags=["tokens"], openapi_extra=DOCUMENTED_HEADERS,
 )
-def issue_token(request: HttpRequest, id: str, payload: schemas.TokenIn):
+def issue_token(request: HttpRequest, payload: schemas.TokenIn, id: str = ConversationId):
     """Issue a token that lets one persona view and act on this conversation (API key)."""
     principal = _principal(request)
     principal.require_api_key()
@@ -222,9 +233,9 @@ def issue_token(request: HttpRequest, id: str, payload: schemas.TokenIn):
 @api.post(
     "/agent/conversations/{id}/tokens/revoke",
     response={200: schemas.RevokeOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
-    summary="Revoke a conversation token", tags=["tokens"],
+    summary="Revoke a conversation token", tags=["tokens"], openapi_extra=DOCUMENTED_HEADERS,
 )
-def revoke_token(request: HttpRequest, id: str, payload: schemas.RevokeIn):
+def revoke_token(request: HttpRequest, payload: schemas.RevokeIn, id: str = ConversationId):
     """Revoke a token of this conversation (API key, or the token itself, to sign out)."""
     principal = _principal(request)
     conversation = _conversation(principal, id)
@@ -234,3 +245,4 @@ def revoke_token(request: HttpRequest, id: str, payload: schemas.RevokeIn):
     if not principal.is_api_key and principal.id != f"token:{grant.token_id}":
         raise Forbidden("a conversation token can revoke only itself")
     return {"revoked": tokens.revoke(token_id=grant.token_id, now=timezone.now())}
+

@@ -18,6 +18,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     negative_data_rejection,
+    response_headers_conformance,
     response_schema_conformance,
     status_code_conformance,
 )
@@ -28,8 +29,8 @@ schema = schemathesis.openapi.from_wsgi("/v1/openapi.json", get_wsgi_application
 # Bounded so the whole run stays well under a minute on a small machine.
 schema.config.generation.update(max_examples=6, deterministic=True)
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-          negative_data_rejection]
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
+          response_schema_conformance, negative_data_rejection]
 
 
 @pytest.fixture
