@@ -32,3 +32,12 @@ test: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# Benchmarks against the raw database limit and LangGraph/DBOS (bench/RESULTS.md); needs PostgreSQL and Redis.
+bench: install
+	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[dev,bench]'
+	$(PY) -m bench.run $(ARGS)
+
+# The randomized crash suite at length: WAYPOINT_SOAK_ROUNDS rounds (default 40), seed printed for replay.
+soak: install
+	WAYPOINT_SOAK_ROUNDS=$${WAYPOINT_SOAK_ROUNDS:-40} bash tests/run.sh tests/reliability/test_random_crashes.py -q -s $(ARGS)

@@ -1,0 +1,179 @@
+"""
+A bounded loopback load test: many customers doing turns against several Daphne processes.
+
+Each customer starts its conversation with the home page form on one server, watches it over a
+websocket on another (so every push crosses processes through Redis), sends its next messages with
+the customer page form and waits for each reply on its socket. Used by `make bench` (200 customers)
+and by tests/reliability (20). Only loopback addresses are used; every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import psycopg
+import websockets
+
+REPLY_TIMEOUT = 60.0
+
+
+@dataclass
+class Customer:
+    index: int
+    conversation_id: str = ""
+    token: str = ""
+    last_state: dict = field(default_factory=dict)
+    last_seq: int = -1
+    pushes: int = 0
+    turn_seconds: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
+class LoadReport:
+    customers: int
+    turns: int
+    seconds: float
+    errors: list[str]
+    lost: list[str]  # replies a socket never showed, or final states that differ from the database
+    turn_seconds: list[float]
+    pushes: int
+
+    @property
+    def turns_per_second(self) -> float:
+        return self.turns / self.seconds if self.seconds else 0.0
+
+
+async def _csrf(client: httpx.AsyncClient) -> str:
+    page = await client.get("/")
+    page.raise_for_status()
+    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    if not found:
+        raise RuntimeError("the home page has no start form (is there an assistant?)")
+    return found.group(1)
+
+
+async def _watch(customer: Customer, socket) -> None:
+    async for raw in socket:
+        message = json.loads(raw)
+        if message.get("type") != "state":
+            continue  # drafts are transient
+        customer.last_state = message["state"]
+        customer.last_seq = message["seq"]
+        customer.pushes += 1
+        customer.changed.set()
+
+
+async def _until(customer: Customer, predicate, *, what: str) -> bool:
+    deadline = time.monotonic() + REPLY_TIMEOUT
+    while not predicate(customer.last_state):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            customer.errors.append(f"customer {customer.index}: timed out waiting for {what}")
+            return False
+        customer.changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(customer.changed.wait(), timeout=left)
+    return True
+
+
+def _replied(count: int):
+    return lambda s: len(s.get("messages", [])) >= count and s.get("run_status") == "completed"
+
+
+async def _customer(customer: Customer, *, posts: httpx.AsyncClient, watch_url: str, origin: str, assistant_id: str,
+                    csrf: str, turns: int, message: str) -> None:
+    began = time.perf_counter()
+    response = await posts.post("/start", data={"assistant": assistant_id, "message": f"{message} #{customer.index}.0",
+                                                "csrfmiddlewaretoken": csrf})
+    if response.status_code != 302:
+        customer.errors.append(f"customer {customer.index}: start answered {response.status_code}")
+        return
+    location = urlsplit(response.headers["location"])
+    customer.conversation_id = location.path.rstrip("/").split("/")[-1]
+    customer.token = parse_qs(location.query)["token"][0]
+    url = f"{watch_url}/ws/conversations/{customer.conversation_id}/?token={customer.token}&format=json"
+    async with websockets.connect(url, origin=origin, open_timeout=30, max_size=None) as socket:
+        watcher = asyncio.create_task(_watch(customer, socket))
+        try:
+            if not await _until(customer, _replied(2), what="the first reply"):
+                return
+            customer.turn_seconds.append(time.perf_counter() - began)
+            for turn in range(1, turns):
+                began = time.perf_counter()
+                response = await posts.post(
+                    f"/c/{customer.conversation_id}/send",
+                    data={"token": customer.token, "message": f"{message} #{customer.index}.{turn}"},
+                )
+                if response.status_code != 302:
+                    customer.errors.append(f"customer {customer.index}: send answered {response.status_code}")
+                    return
+                if not await _until(customer, _replied(2 * (turn + 1)), what=f"the reply to turn {turn}"):
+                    return
+                customer.turn_seconds.append(time.perf_counter() - began)
+        finally:
+            watcher.cancel()
+
+
+def _database_truth(database_url: str, conversation_ids: list[str]) -> dict[str, tuple[int, list[str]]]:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        heads = dict(conn.execute("SELECT id::text, head_seq FROM conversations WHERE id::text = ANY(%s)", (conversation_ids,)).fetchall())
+        texts: dict[str, list[str]] = {cid: [] for cid in conversation_ids}
+        for cid, text in conn.execute(
+            "SELECT conversation_id::text, text FROM chat_messages WHERE conversation_id::text = ANY(%s) ORDER BY conversation_id, seq",
+            (conversation_ids,),
+        ):
+            texts[cid].append(text)
+    return {cid: (heads.get(cid, -1), texts[cid]) for cid in conversation_ids}
+
+
+async def run_load(*, servers: list[str], database_url: str, assistant_id: str, customers: int, turns: int,
+                   message: str = "where is my order") -> LoadReport:
+    """
+    Run `customers` customers of `turns` turns each; customer i posts to server i and watches on server i+1.
+
+    `servers` are base URLs (http://127.0.0.1:PORT). Returns what went wrong, never raises for it.
+    """
+    people = [Customer(index=i) for i in range(customers)]
+    limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+    clients = [httpx.AsyncClient(base_url=url, timeout=REPLY_TIMEOUT, limits=limits) for url in servers]
+    began = time.perf_counter()
+    try:
+        tokens = [await _csrf(c) for c in clients]
+        jobs = []
+        for person in people:
+            post_at = person.index % len(servers)
+            watch_at = (person.index + 1) % len(servers)
+            watch = servers[watch_at].replace("http://", "ws://")
+            jobs.append(_customer(person, posts=clients[post_at], watch_url=watch, origin=servers[watch_at],
+                                  assistant_id=assistant_id, csrf=tokens[post_at], turns=turns, message=message))
+        outcomes = await asyncio.gather(*jobs, return_exceptions=True)
+    finally:
+        for c in clients:
+            await c.aclose()
+    seconds = time.perf_counter() - began
+    errors = [e for p in people for e in p.errors]
+    errors += [f"customer {i}: {type(o).__name__}: {o}" for i, o in enumerate(outcomes) if isinstance(o, BaseException)]
+    lost = []
+    started = [p for p in people if p.conversation_id]
+    truth = await asyncio.to_thread(_database_truth, database_url, [p.conversation_id for p in started])
+    for p in started:
+        head, texts = truth[p.conversation_id]
+        shown = [m["text"] for m in p.last_state.get("messages", [])]
+        if p.last_seq != head or shown != texts:
+            lost.append(f"customer {p.index}: socket shows seq {p.last_seq} and {len(shown)} messages, "
+                        f"the database has seq {head} and {len(texts)}")
+        if len(texts) != 2 * turns:
+            lost.append(f"customer {p.index}: {len(texts)} messages stored, expected {2 * turns}")
+    return LoadReport(
+        customers=customers, turns=sum(len(p.turn_seconds) for p in people), seconds=seconds, errors=errors, lost=lost,
+        turn_seconds=[s for p in people for s in p.turn_seconds], pushes=sum(p.pushes for p in people),
+    )

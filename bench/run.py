@@ -1,0 +1,843 @@
+"""
+`make bench`: Waypoint measured against the raw limit of its database and against its peers.
+
+Everything runs in one process run, on one PostgreSQL, in a fresh database created here and dropped
+at the end. Prints a table and writes bench/RESULTS.md with the machine it ran on.
+
+    python -m bench.run [--quick] [--profile] [--only SECTION ...]
+
+Sections: turns (commit count, raw limit, Waypoint sequential and 8 concurrent), peers (LangGraph,
+DBOS), state (GET messages on 1,000 messages, ETag 304), push (commit -> websocket receive, 200
+sockets, Daphne RSS), load (200 customers on 2 Daphne processes), verify (10,000 events).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.servers import DaphneServer, ServerDatabase  # noqa: E402
+
+RESULTS = ROOT / "bench" / "RESULTS.md"
+PROFILE = ROOT / "bench" / "profile.txt"
+DEFAULT_DATABASE = "postgresql://postgres@127.0.0.1:5432/postgres"
+REDIS = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+ROUNDS = 3
+CONCURRENCY = 8
+CONVERSATION_TURNS = 10  # turns per conversation before the next one starts (as the peers do)
+
+BENCH_CONFIG = {
+    "name": "Bench",
+    "step_budget": 8,
+    "model": {
+        "provider": "scripted",
+        "rules": [
+            {"match": "order", "steps": [
+                {"call": "lookup_order", "arguments": {"order_id": "A-1", "round": 1}},
+                {"call": "lookup_order", "arguments": {"order_id": "A-1", "round": 2}},
+                {"call": "lookup_order", "arguments": {"order_id": "A-1", "round": 3}},
+                {"say": "Done: {result}"},
+            ]},
+        ],
+        "fallback": [{"say": "You said: {message}"}],
+    },
+    "tools": [{"name": "lookup_order", "kind": "server", "action": "echo"}],
+}
+
+
+# --- figures ------------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile of `values` (p in 0..100)."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(1, min(len(ordered), round(p / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+@dataclass
+class Row:
+    section: str
+    what: str
+    rate: float | None = None  # per second
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Target:
+    goal: str
+    measured: str
+    met: bool | None  # None: could not be measured
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+    targets: list[Target] = field(default_factory=list)
+    facts: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    figures: dict[str, float] = field(default_factory=dict)
+
+    def latency_row(self, section: str, what: str, seconds: list[float], *, wall: float | None = None, note: str = "") -> Row:
+        row = Row(section, what, rate=(len(seconds) / wall) if wall else None,
+                  p50_ms=statistics.median(seconds) * 1000, p99_ms=percentile(seconds, 99) * 1000, note=note)
+        self.rows.append(row)
+        return row
+
+
+# --- environment -------------------------------------------------------------------------------
+
+
+def prepare(database: ServerDatabase) -> None:
+    """Configure Django in this process on the bench database, turns running inline."""
+    os.environ.update(database.env)
+    os.environ.update({
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "WAYPOINT_RUNNER": "inline",
+        "REDIS_URL": REDIS,
+        "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+        "WAYPOINT_RATE_LIMIT_PER_IP": "0",
+        "WAYPOINT_RATE_LIMIT_PER_CREDENTIAL": "0",
+        "LOG_LEVEL": "WARNING",
+    })
+    import django
+
+    django.setup()
+
+
+def server_env() -> dict[str, str]:
+    return {"REDIS_URL": REDIS, "WAYPOINT_RATE_LIMIT_PER_IP": "0", "WAYPOINT_RATE_LIMIT_PER_CREDENTIAL": "0",
+            "LOG_LEVEL": "WARNING", "WAYPOINT_LEASE_SECONDS": "5", "WAYPOINT_RECOVERY_INTERVAL_SECONDS": "1"}
+
+
+def machine(report: Report) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        pg = cursor.fetchone()[0]
+        cursor.execute("SHOW synchronous_commit")
+        sync = cursor.fetchone()[0]
+    import redis
+
+    client = redis.Redis.from_url(REDIS)
+    redis_version = client.info("server")["redis_version"]
+    client.close()
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    memory_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
+    load = os.getloadavg()
+    report.facts = {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": f"{os.cpu_count()} × {cpu} (nproc {len(os.sched_getaffinity(0))})",
+        "memory": f"{memory_kb / 1024 / 1024:.1f} GiB",
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "postgresql": f"{pg} (synchronous_commit={sync}, on this machine, loopback TCP)",
+        "redis": redis_version,
+        "load average at start": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+    }
+
+
+# --- counting what a turn does --------------------------------------------------------------------
+
+
+class QueryCounter:
+    """Count statements, transactions and write commits of one thread's Django connection."""
+
+    def __init__(self):
+        self.queries = 0
+        self.commits = 0  # transactions that wrote something, committed
+        self.statements: dict[str, int] = {}
+        self._writes = False
+
+    def __call__(self, execute, sql, params, many, context):
+        from django.db import connection
+
+        verb = sql.lstrip().split(None, 1)[0].upper()
+        self.queries += 1
+        self.statements[verb] = self.statements.get(verb, 0) + 1
+        write = verb in ("INSERT", "UPDATE", "DELETE")
+        if connection.in_atomic_block:
+            self._writes |= write
+        elif write:
+            self.commits += 1  # autocommit: the statement is its own transaction
+        return execute(sql, params, many, context)
+
+    def committed(self) -> None:
+        if self._writes:
+            self.commits += 1
+        self._writes = False
+
+
+def count_turn(make_turn) -> QueryCounter:
+    """Run one turn with every statement and commit of this thread counted."""
+    from django.db import connection
+
+    counter = QueryCounter()
+    original = connection.commit
+
+    def commit():
+        original()
+        counter.committed()
+
+    connection.commit = commit
+    try:
+        with connection.execute_wrapper(counter):
+            make_turn()
+    finally:
+        del connection.commit
+    return counter
+
+
+# --- Waypoint turns ------------------------------------------------------------------------------
+
+
+def bench_assistant():
+    from apps.agent.actions import create_assistant
+
+    return create_assistant(config=BENCH_CONFIG)
+
+
+def new_conversation(assistant) -> str:
+    from django.utils import timezone
+
+    from apps.conversations import actions
+
+    started = actions.start_conversation(assistant_id=str(assistant.id), message="hello", persona="guest:bench",
+                                         edge="api", now=timezone.now())
+    return started["conversation_id"]
+
+
+def one_turn(conversation_id: str, i: int) -> None:
+    from django.utils import timezone
+
+    from apps.conversations import actions
+
+    actions.start_turn(conversation_id=conversation_id, message=f"where is my order ({i})", persona="guest:bench",
+                       edge="api", now=timezone.now())
+
+
+def check_turns_completed(expected: int) -> None:
+    from apps.runs.models import WorkflowLog
+
+    done = WorkflowLog.objects.filter(status="completed").count()
+    if done < expected:
+        raise RuntimeError(f"only {done} of {expected} bench turns completed")
+
+
+def waypoint_turns(assistant, *, turns: int, concurrency: int) -> dict:
+    """`turns` turns over `concurrency` threads, each on its own conversations of CONVERSATION_TURNS turns."""
+    from django.db import connection
+
+    latencies: list[float] = []
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def worker():
+        mine = []
+        try:
+            conversation = ""
+            for i in range(turns // concurrency):
+                if i % CONVERSATION_TURNS == 0:
+                    conversation = new_conversation(assistant)
+                began = time.perf_counter()
+                one_turn(conversation, i)
+                mine.append(time.perf_counter() - began)
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+            failures.append(exc)
+        finally:
+            connection.close()
+            with lock:
+                latencies.extend(mine)
+
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - began
+    if failures:
+        raise failures[0]
+    return {"latencies": latencies, "wall": wall}
+
+
+def raw_limit(url: str, *, commits_per_turn: int, turns: int, connections: int) -> dict:
+    """
+    The database's limit for this turn shape: psycopg, `commits_per_turn` single-row commits per turn.
+
+    Each commit inserts one event-sized row (~600 bytes, unique (conversation, seq)), the smallest
+    durable write a turn step can make.
+    """
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS raw_limit (id bigserial PRIMARY KEY, conversation uuid NOT NULL, "
+                     "seq integer NOT NULL, payload text NOT NULL, UNIQUE (conversation, seq))")
+    payload = json.dumps({"run_id": "run_" + "0" * 20, "text": "x" * 500})
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def worker():
+        mine = []
+        with psycopg.connect(url) as conn:
+            for _ in range(turns // connections):
+                conversation = uuid.uuid4()
+                began = time.perf_counter()
+                for seq in range(commits_per_turn):
+                    conn.execute("INSERT INTO raw_limit (conversation, seq, payload) VALUES (%s, %s, %s)",
+                                 (conversation, seq, payload))
+                    conn.commit()
+                mine.append(time.perf_counter() - began)
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=worker) for _ in range(connections)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"latencies": latencies, "wall": time.perf_counter() - began}
+
+
+def section_turns(report: Report, database: ServerDatabase, *, quick: bool, profile: bool) -> None:
+    assistant = bench_assistant()
+    warm = new_conversation(assistant)
+    for i in range(3):
+        one_turn(warm, i)
+    counted = count_turn(lambda: one_turn(warm, 99))
+    report.figures["queries_per_turn"] = counted.queries
+    report.figures["commits_per_turn"] = counted.commits
+    report.facts["statements per turn"] = ", ".join(f"{v} {k}" for k, v in sorted(counted.statements.items()))
+    print(f"one turn: {counted.queries} statements, {counted.commits} write commits ({report.facts['statements per turn']})")
+
+    if profile:
+        run_profile(assistant)
+
+    turns = 80 if quick else 240
+    raw1 = raw_limit(database.url, commits_per_turn=counted.commits, turns=turns, connections=1)
+    raw8 = raw_limit(database.url, commits_per_turn=counted.commits, turns=turns, connections=CONCURRENCY)
+    seq = waypoint_turns(assistant, turns=turns, concurrency=1)
+    conc = waypoint_turns(assistant, turns=turns, concurrency=CONCURRENCY)
+    check_turns_completed(2 * turns)
+    commits = counted.commits
+    r1 = report.latency_row("turns", f"raw limit: psycopg, {commits} commits/turn, 1 connection", raw1["latencies"], wall=raw1["wall"])
+    r8 = report.latency_row("turns", f"raw limit: psycopg, {commits} commits/turn, {CONCURRENCY} connections", raw8["latencies"], wall=raw8["wall"])
+    w1 = report.latency_row("turns", "Waypoint turn (3 echo rounds + reply), sequential", seq["latencies"], wall=seq["wall"],
+                            note=f"{counted.queries} statements/turn")
+    w8 = report.latency_row("turns", f"Waypoint turn, {CONCURRENCY} concurrent conversations", conc["latencies"], wall=conc["wall"])
+    report.figures.update(raw1=r1.rate, raw8=r8.rate, waypoint1=w1.rate, waypoint8=w8.rate)
+    w1.note += f"; {w1.rate / r1.rate:.0%} of the raw limit"
+    w8.note = f"{w8.rate / r8.rate:.0%} of the raw limit with {CONCURRENCY} connections"
+    best = max(w1.rate, w8.rate)
+    report.targets.append(Target("Waypoint ≥ 50 % of the raw limit (same commits per turn, one connection)",
+                                 f"{w1.rate / r1.rate:.0%} sequential ({w1.rate:.1f} vs {r1.rate:.1f} turns/s)",
+                                 w1.rate / r1.rate >= 0.5))
+    report.figures["waypoint_best"] = best
+
+
+def run_profile(assistant) -> None:
+    """Profile sequential turns with pyinstrument; the text report goes to bench/profile.txt."""
+    from pyinstrument import Profiler
+
+    conversation = new_conversation(assistant)
+    profiler = Profiler(interval=0.0005)
+    profiler.start()
+    for i in range(40):
+        if i and i % CONVERSATION_TURNS == 0:
+            conversation = new_conversation(assistant)
+        one_turn(conversation, i)
+    profiler.stop()
+    PROFILE.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
+    print(f"profile of 40 turns written to {PROFILE.relative_to(ROOT)}")
+
+
+# --- peers ---------------------------------------------------------------------------------------
+
+
+def section_peers(report: Report, database: ServerDatabase, *, quick: bool) -> None:
+    turns = 80 if quick else 160
+    waypoint = report.figures.get("waypoint1")
+    waypoint8 = report.figures.get("waypoint8")
+    for name, label in (("langgraph", "LangGraph + PostgresSaver (durability=sync)"), ("dbos", "DBOS workflow, 7 steps")):
+        label_db = f"wp_bench_{name}_{uuid.uuid4().hex[:6]}"
+        base = database.url.rsplit("/", 1)[0]
+        url = f"{base}/{label_db}"
+        database._admin(f'CREATE DATABASE "{label_db}"')
+        try:
+            done = subprocess.run([sys.executable, "-m", "bench.peers", name, url, str(turns), str(CONCURRENCY)],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=400)
+        except subprocess.TimeoutExpired:
+            done = None
+        finally:
+            database._admin(f'DROP DATABASE IF EXISTS "{label_db}" WITH (FORCE)')
+        line = next((x for x in (done.stdout.splitlines() if done else []) if x.startswith("RESULT ")), None)
+        if line is None:
+            why = "timed out" if done is None else (done.stderr.strip().splitlines() or ["no output"])[-1]
+            report.rows.append(Row("peers", label, note=f"could not run: {why}"))
+            report.notes.append(f"{label} could not run here: {why}")
+            report.targets.append(Target(f"Waypoint ≥ 3× {name}", "not measured", None))
+            continue
+        result = json.loads(line[len("RESULT "):])
+        s = report.latency_row("peers", f"{label}, sequential", result["sequential"]["latencies"], wall=result["sequential"]["wall"])
+        c = report.latency_row("peers", f"{label}, {CONCURRENCY} concurrent", result["concurrent"]["latencies"],
+                               wall=result["concurrent"]["wall"])
+        report.figures[f"{name}1"], report.figures[f"{name}8"] = s.rate, c.rate
+        if waypoint:
+            s.note = f"Waypoint/{name} = {waypoint / s.rate:.1f}×"
+            c.note = f"Waypoint/{name} = {waypoint8 / c.rate:.1f}×"
+            report.targets.append(Target(
+                f"Waypoint turns/s ≥ 3× {name}'s (same turn shape)",
+                f"{waypoint / s.rate:.1f}× sequential, {waypoint8 / c.rate:.1f}× at {CONCURRENCY} concurrent",
+                waypoint / s.rate >= 3 and waypoint8 / c.rate >= 3,
+            ))
+
+
+# --- state read ---------------------------------------------------------------------------------
+
+
+def long_conversation(assistant, *, messages: int) -> tuple[str, str]:
+    """A conversation of `messages` chat messages (committed turns of a fallback reply); returns (id, token)."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from apps.conversations import tokens
+    from apps.conversations.actions import new_id
+    from apps.conversations.models import Conversation
+    from apps.ledger import store
+    from apps.ledger.types import ModelRound, TurnComplete, TurnDispatched
+
+    cid = new_conversation(assistant)  # 2 messages
+    for n in range((messages - 2) // 2):
+        run_id, turn_id = new_id("run"), new_id("turn")
+        text = f"message {n}: " + "lorem ipsum dolor sit amet " * 4
+        with transaction.atomic():
+            conversation = Conversation.objects.select_for_update(no_key=True).get(id=cid)
+            store.append(conversation_id=cid, turn_id=turn_id, actor="guest:bench", now=timezone.now(),
+                         head=(conversation.head_seq, conversation.head_hash), events=[
+                             TurnDispatched(run_id=run_id, message_id=new_id("msg"), text=text, edge="api", caller="guest:bench",
+                                            participants=["guest:bench"]),
+                             ModelRound(run_id=run_id, round=1, text=f"You said: {text}", usage={"rounds": 1}),
+                             TurnComplete(run_id=run_id, message_id=new_id("msg"), text=f"You said: {text}"),
+                         ])
+    return cid, tokens.issue(conversation_id=cid, persona="guest:bench", edge="api")
+
+
+def timed(call, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        began = time.perf_counter()
+        call()
+        out.append(time.perf_counter() - began)
+    return out
+
+
+def section_state(report: Report, *, quick: bool) -> None:
+    from django.test import Client
+    from django.urls import Resolver404, resolve
+
+    from apps.conversations import queries
+
+    assistant = bench_assistant()
+    cid, token = long_conversation(assistant, messages=1000)
+    conversation = queries.conversation_for(cid)
+    assert conversation.message_count == 1000, conversation.message_count
+    n = 50 if quick else 200
+    client = Client()
+    api = f"/v1/runner/conversation/{cid}/messages"
+    try:
+        resolve(api)
+        has_api = client.get(api, HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
+    except Resolver404:
+        has_api = False
+    report.latency_row("state", "conversation_state() on 1,000 messages (the query function)",
+                       timed(lambda: queries.conversation_state(queries.conversation_for(cid)), n))
+    if has_api:
+        first = client.get(api, HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert len(first.json()["messages"]) == 1000
+        etag = first["ETag"]
+
+        def full():
+            assert client.get(api, HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
+
+        def cached():
+            assert client.get(api, HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_IF_NONE_MATCH=etag).status_code == 304
+
+        what = "GET /v1/runner/conversation/{id}/messages"
+    else:
+        live = f"/c/{cid}/live?token={token}"
+        etag = client.get(live)["ETag"]
+        report.notes.append("The JSON API route was not available: the state read was measured on the customer page's "
+                            "live fragment (/c/<id>/live), which renders the same state as HTML.")
+
+        def full():
+            assert client.get(live).status_code == 200
+
+        def cached():
+            assert client.get(live, HTTP_IF_NONE_MATCH=etag).status_code == 304
+
+        what = "GET /c/{id}/live (HTML fragment)"
+    timed(full, 5)
+    got = report.latency_row("state", f"{what}, 1,000 messages, 200", timed(full, n), note="Django test client, in process")
+    not_modified = report.latency_row("state", f"{what}, If-None-Match → 304", timed(cached, n))
+    report.figures.update(read_p50=got.p50_ms, read_304_p50=not_modified.p50_ms)
+    report.targets.append(Target("messages read p50 ≤ 20 ms at 1,000 messages", f"{got.p50_ms:.1f} ms", got.p50_ms <= 20))
+    report.targets.append(Target("304 p50 ≤ 3 ms", f"{not_modified.p50_ms:.1f} ms", not_modified.p50_ms <= 3))
+
+
+# --- push latency --------------------------------------------------------------------------------
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def section_push(report: Report, database: ServerDatabase, *, quick: bool) -> None:
+    import websockets
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from apps.conversations import actions, tokens
+
+    sockets_n = 200
+    samples = 200 if quick else 400
+    assistant = bench_assistant()
+    conversations = []
+    for _ in range(sockets_n):
+        cid = new_conversation(assistant)
+        conversations.append((cid, tokens.issue(conversation_id=cid, persona="guest:bench", edge="api")))
+    server = DaphneServer(database, env=server_env()).start()
+    try:
+        idle_rss = rss_mb(server.proc.pid)
+        latest: dict[str, tuple[int, float]] = {}
+        arrived = threading.Condition()
+
+        async def watch(cid: str, token: str, ready: asyncio.Event, opened: list, gate: asyncio.Semaphore):
+            url = f"ws://127.0.0.1:{server.port}/ws/conversations/{cid}/?token={token}&format=json"
+            # Opened a few at a time: Daphne drops a handshake that takes longer than 5 s, and 200 at
+            # once on a loaded 2-core machine can; once open, all 200 stay open together.
+            async with gate:
+                socket = await websockets.connect(url, origin=server.url, open_timeout=60, max_size=None)
+            async with socket:
+                opened.append(cid)
+                if len(opened) == sockets_n:
+                    ready.set()
+                async for raw in socket:
+                    now = time.perf_counter()
+                    message = json.loads(raw)
+                    if message.get("type") == "state":
+                        with arrived:
+                            latest[cid] = (message["seq"], now)
+                            arrived.notify_all()
+
+        def commit_and_time(cid: str, i: int) -> tuple[int, float]:
+            """Start a turn; return the batch-one seq and the moment it committed."""
+            moment = {}
+            with transaction.atomic():
+                transaction.on_commit(lambda: moment.setdefault("t", time.perf_counter()))
+                out = actions.start_turn(conversation_id=cid, message=f"ping {i}", persona="guest:bench", edge="api",
+                                         now=timezone.now())
+            return out["seq"], moment["t"]
+
+        latencies: list[float] = []
+        rss_open = 0.0
+        missed = 0
+
+        async def main():
+            nonlocal rss_open, missed
+            ready, opened, gate = asyncio.Event(), [], asyncio.Semaphore(8)
+            tasks = [asyncio.create_task(watch(c, t, ready, opened, gate)) for c, t in conversations]
+            await asyncio.wait_for(ready.wait(), timeout=120)
+            await asyncio.sleep(1)
+            rss_open = rss_mb(server.proc.pid)
+            for i in range(samples):
+                cid = conversations[i % sockets_n][0]
+                seq, committed = await asyncio.to_thread(commit_and_time, cid, i)
+
+                def seen(cid=cid, seq=seq):
+                    got = latest.get(cid)
+                    return got if got and got[0] >= seq else None
+
+                deadline = time.monotonic() + 10
+                while (got := seen()) is None and time.monotonic() < deadline:
+                    await asyncio.sleep(0.0005)
+                if got is None:
+                    missed += 1
+                    continue
+                # The first push that shows this commit may have arrived before `latest` was read
+                # again; the time recorded is when that push arrived.
+                latencies.append(max(0.0, got[1] - committed))
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run(main())
+        connection.close()
+        rss_after = rss_mb(server.proc.pid)
+    finally:
+        server.stop()
+    row = report.latency_row("push", f"commit → websocket receive, {sockets_n} sockets open (1 Daphne, Redis layer)", latencies,
+                             note=f"{missed} of {samples} pushes not seen within 10 s")
+    report.rows.append(Row("push", f"Daphne RSS: idle {idle_rss:.0f} MB, {sockets_n} sockets open {rss_open:.0f} MB, "
+                                   f"after {samples} pushes {rss_after:.0f} MB"))
+    report.figures.update(push_p50=row.p50_ms, push_p99=row.p99_ms, rss_open=rss_open, rss_after=rss_after, rss_idle=idle_rss)
+    report.targets.append(Target("push p99 ≤ 50 ms at 200 sockets", f"{row.p99_ms:.1f} ms (p50 {row.p50_ms:.1f} ms)",
+                                 row.p99_ms <= 50 and missed == 0))
+    report.targets.append(Target("a Daphne process with 200 open sockets < 250 MB RSS",
+                                 f"{max(rss_open, rss_after):.0f} MB", max(rss_open, rss_after) < 250))
+
+
+# --- load ----------------------------------------------------------------------------------------
+
+
+def section_load(report: Report, database: ServerDatabase, *, quick: bool) -> None:
+    from bench.load import run_load
+
+    assistant = bench_assistant()
+    customers, turns = (200, 2) if quick else (200, 3)
+    servers = [DaphneServer(database, env=server_env()) for _ in range(2)]
+    for s in servers:
+        s.start(wait=False)
+    try:
+        for s in servers:
+            s.wait_ready(timeout=60)
+        result = asyncio.run(run_load(servers=[s.url for s in servers], database_url=database.url,
+                                      assistant_id=str(assistant.id), customers=customers, turns=turns))
+        rss = [rss_mb(s.proc.pid) for s in servers]
+    finally:
+        for s in servers:
+            s.stop()
+    row = report.latency_row(
+        "load", f"{customers} customers × {turns} turns, 2 Daphne processes (send → reply on the socket)",
+        result.turn_seconds, wall=result.seconds,
+        note=f"{len(result.errors)} errors, {len(result.lost)} lost or diverged, {result.pushes} pushes; "
+             f"RSS {rss[0]:.0f} / {rss[1]:.0f} MB",
+    )
+    report.figures.update(load_rate=row.rate or 0, load_errors=len(result.errors), load_lost=len(result.lost))
+    for problem in (result.errors + result.lost)[:10]:
+        report.notes.append(f"load: {problem}")
+    report.targets.append(Target("load: 0 errors, 0 lost messages, every socket converges",
+                                 f"{len(result.errors)} errors, {len(result.lost)} lost/diverged of {customers} sockets",
+                                 not result.errors and not result.lost))
+
+
+# --- verify --------------------------------------------------------------------------------------
+
+
+def ten_thousand_events(assistant) -> str:
+    """A conversation of >= 10,000 log entries shaped like real turns (3 echo rounds and a reply each)."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from apps.conversations.actions import new_id
+    from apps.conversations.models import Conversation
+    from apps.ledger import store
+    from apps.ledger.types import ActionFinished, ActionStarted, ModelRound, TurnComplete, TurnDispatched
+
+    cid = new_conversation(assistant)
+    while Conversation.objects.get(id=cid).head_seq < 10_000:
+        run_id, turn_id = new_id("run"), new_id("turn")
+        events = [TurnDispatched(run_id=run_id, message_id=new_id("msg"), text="where is my order", edge="api",
+                                 caller="guest:bench", participants=["guest:bench"])]
+        for r in range(1, ROUNDS + 1):
+            call = {"call_id": f"call_{r}_1", "tool": "lookup_order", "arguments": {"order_id": "A-1", "round": r}}
+            events += [
+                ModelRound(run_id=run_id, round=r, calls=[call], usage={"rounds": 1}),
+                ActionStarted(run_id=run_id, call_id=call["call_id"], tool="lookup_order", action="echo",
+                              arguments=call["arguments"], side_effecting=False, idempotency_key=f"{turn_id}:{call['call_id']}"),
+                ActionFinished(run_id=run_id, call_id=call["call_id"], tool="lookup_order", ok=True, output=call["arguments"]),
+            ]
+        events += [ModelRound(run_id=run_id, round=ROUNDS + 1, text="Done", usage={"rounds": 1}),
+                   TurnComplete(run_id=run_id, message_id=new_id("msg"), text="Done")]
+        with transaction.atomic():
+            conversation = Conversation.objects.select_for_update(no_key=True).get(id=cid)
+            store.append(conversation_id=cid, turn_id=turn_id, actor="agent", now=timezone.now(),
+                         head=(conversation.head_seq, conversation.head_hash), events=events)
+    return cid
+
+
+def section_verify(report: Report, *, quick: bool) -> None:
+    from apps.conversations.models import Conversation
+    from apps.ledger.replay import replay, verify
+
+    cid = ten_thousand_events(bench_assistant())
+    events = Conversation.objects.get(id=cid).head_seq
+    seconds = timed(lambda: verify(cid), 3)
+    result = verify(cid)
+    assert result.ok, result
+    row = report.latency_row("verify", f"verify a {events:,}-event conversation (hash chain + Ed25519)", seconds,
+                             note="3 runs")
+    began = time.perf_counter()
+    replayed = replay(cid)
+    replay_s = time.perf_counter() - began
+    report.rows.append(Row("verify", f"replay the same conversation (fold + compare with the stores): "
+                                     f"{replay_s * 1000:.0f} ms, {'identical' if replayed.ok else 'DIFFERS'}"))
+    report.figures.update(verify_p50=row.p50_ms)
+    report.targets.append(Target("verify of 10,000 events ≤ 1 s", f"{row.p50_ms / 1000:.2f} s ({events:,} events)",
+                                 row.p50_ms <= 1000))
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def table(report: Report) -> str:
+    lines = ["| section | measurement | per second | p50 ms | p99 ms | note |", "|---|---|---:|---:|---:|---|"]
+    for r in report.rows:
+        lines.append(f"| {r.section} | {r.what} | {fmt(r.rate)} | {fmt(r.p50_ms, 2)} | {fmt(r.p99_ms, 2)} | {r.note} |")
+    return "\n".join(lines)
+
+
+def targets_table(report: Report) -> str:
+    lines = ["| target | measured | met |", "|---|---|---|"]
+    for t in report.targets:
+        lines.append(f"| {t.goal} | {t.measured} | {'yes' if t.met else 'no' if t.met is False else 'not measured'} |")
+    return "\n".join(lines)
+
+
+def write_results(report: Report, *, seconds: float, argv: list[str]) -> None:
+    facts = "\n".join(f"- **{k}**: {v}" for k, v in report.facts.items())
+    notes = "\n".join(f"- {n}" for n in report.notes) or "- none"
+    RESULTS.write_text(f"""# Benchmark results
+
+Written by `make bench` (`python -m bench.run {' '.join(argv)}`) in {seconds:.0f} s. Every figure
+below comes from the same run on the same PostgreSQL server (a fresh database per run, dropped at
+the end). Nothing here is asserted by the test suite; the targets are goals, reported as met or not.
+
+## Machine
+
+{facts}
+
+## Results
+
+{table(report)}
+
+## Targets
+
+{targets_table(report)}
+
+## How each figure is made
+
+- **Commits per turn** are counted on a real turn (`connection.execute_wrapper` and the
+  connection's commit): transactions that wrote something. The **raw limit** is a psycopg loop
+  making that many single-row commits (one event-sized row each) per turn, on one connection
+  (and on {CONCURRENCY} for the concurrent comparison), with PostgreSQL's default synchronous commit.
+- **Waypoint turns** go through the real turn code, not HTTP: `apps.conversations.actions.start_turn`
+  with `WAYPOINT_RUNNER=inline`, so batch one, the three model rounds, the three echo actions and
+  batch two all commit before the call returns; each commit also publishes to Redis (the channel
+  layer a multi-process deployment uses). Each conversation takes {CONVERSATION_TURNS} turns.
+- **Peers** run the same turn shape in their own process: LangGraph with `PostgresSaver`
+  (`durability="sync"`, a checkpoint per super-step), and a DBOS workflow of 7 steps (4 model, 3 tool).
+  Neither writes a transcript, a projection or a signature; Waypoint writes all three.
+- **State read** builds a conversation of 1,000 messages and reads it through Django's test client
+  (in process, no network).
+- **Push latency** opens 200 websockets (one per conversation) on a real Daphne process with the
+  Redis channel layer and commits turns from this process; the time runs from the commit of batch
+  one to the arrival of the first push that shows it.
+- **Load** starts 200 customers at once against 2 Daphne processes: each posts the home page form
+  and the customer page form to one process and watches its conversation over a websocket on the
+  other; at the end each socket's last state is compared with the database.
+- **Verify** builds a conversation of 10,000+ entries shaped like real turns and runs
+  `apps.ledger.replay.verify` (every hash and Ed25519 signature, and the head).
+
+## Notes
+
+{notes}
+""")
+
+
+SECTIONS = ("turns", "peers", "state", "push", "load", "verify")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run, about 3 minutes)")
+    parser.add_argument("--profile", action="store_true", help="also profile 40 turns into bench/profile.txt")
+    parser.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections (RESULTS.md is not written)")
+    args = parser.parse_args()
+    os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE)
+    if not os.environ["DATABASE_URL"].startswith(("postgres://", "postgresql://")):
+        print("make bench needs PostgreSQL: set DATABASE_URL or start it on 127.0.0.1:5432", file=sys.stderr)
+        return 2
+    began = time.perf_counter()
+    database = ServerDatabase("bench")
+    report = Report()
+    try:
+        prepare(database)
+        machine(report)
+        wanted = args.only or SECTIONS
+        for name in SECTIONS:
+            if name not in wanted:
+                continue
+            print(f"--- {name}", flush=True)
+            section_began = time.perf_counter()
+            try:
+                run_section(name, report, database, args)
+            except Exception as exc:  # noqa: BLE001 - one broken section must not hide the others
+                import traceback
+
+                traceback.print_exc()
+                report.notes.append(f"section {name} failed: {type(exc).__name__}: {exc}")
+            print(f"    {time.perf_counter() - section_began:.0f} s", flush=True)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        database.drop()
+    seconds = time.perf_counter() - began
+    print()
+    print(table(report))
+    print()
+    print(targets_table(report))
+    for note in report.notes:
+        print("note:", note)
+    if not args.only:
+        write_results(report, seconds=seconds, argv=sys.argv[1:])
+        print(f"\nwritten to {RESULTS.relative_to(ROOT)} ({seconds:.0f} s)")
+    return 0
+
+
+def run_section(name: str, report: Report, database: ServerDatabase, args) -> None:
+    if name == "turns":
+        section_turns(report, database, quick=args.quick, profile=args.profile)
+    elif name == "peers":
+        section_peers(report, database, quick=args.quick)
+    elif name == "state":
+        section_state(report, quick=args.quick)
+    elif name == "push":
+        section_push(report, database, quick=args.quick)
+    elif name == "load":
+        section_load(report, database, quick=args.quick)
+    elif name == "verify":
+        section_verify(report, quick=args.quick)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
