@@ -75,15 +75,31 @@ def screenshots(screenshot):
     return take
 
 
-@pytest.fixture(scope="module")
-def demo_shop(waypoint_server):
-    """The demo shop on another origin (http://localhost:<port>), embedding the demo assistant's widget."""
-    port = free_port()
-    origin = f"http://localhost:{port}"
-    waypoint_server.database.manage("load_demo", "--base-url", waypoint_server.url, "--allowed-origin", origin)
+@pytest.fixture(scope="session")
+def shop_origin() -> str:
+    """Where the demo shop will listen: another origin (and site) than the widget's 127.0.0.1."""
+    return f"http://localhost:{free_port()}"
+
+
+@pytest.fixture(scope="session")
+def widget_server(shop_origin):
+    """One demo server for the widget modules (their tests share no data), embeddable by the demo shop."""
+    database = ServerDatabase("e2e_widget")
+    server = DaphneServer(database)
+    database.manage("load_demo", "--base-url", server.url, "--allowed-origin", shop_origin)
+    server.start()
+    yield server
+    server.stop()
+    database.drop()
+
+
+@pytest.fixture(scope="session")
+def demo_shop(widget_server, shop_origin):
+    """The demo shop (`manage.py demo_shop`) at `shop_origin`, embedding the demo assistant's widget."""
+    port = shop_origin.rsplit(":", 1)[1]
     proc = subprocess.Popen(
-        [PYTHON, "manage.py", "demo_shop", "--port", str(port), "--widget-url", waypoint_server.url],
-        cwd=ROOT, env={**os.environ, **waypoint_server.database.env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [PYTHON, "manage.py", "demo_shop", "--port", port, "--widget-url", widget_server.url],
+        cwd=ROOT, env={**os.environ, **widget_server.database.env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 30
     while True:
@@ -95,7 +111,7 @@ def demo_shop(waypoint_server):
                 proc.kill()
                 raise RuntimeError("the demo shop did not start") from None
             time.sleep(0.1)
-    yield origin
+    yield shop_origin
     proc.terminate()
     proc.wait(timeout=10)
 

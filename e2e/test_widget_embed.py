@@ -85,12 +85,12 @@ def elsewhere():
         server.server_close()
 
 
-def test_a_site_that_is_not_allowed_cannot_frame_the_widget(browser, demo_shop, waypoint_server, elsewhere):
+def test_a_site_that_is_not_allowed_cannot_frame_the_widget(browser, demo_shop, widget_server, elsewhere):
     context = browser.new_context()
     page = context.new_page()
     page.goto(demo_shop + "/")
     assistant = page.locator("script[data-assistant]").get_attribute("data-assistant")
-    intruder = elsewhere(f'<!doctype html><title>elsewhere</title><iframe title="Chat" src="{waypoint_server.url}/w/{assistant}"></iframe>')
+    intruder = elsewhere(f'<!doctype html><title>elsewhere</title><iframe title="Chat" src="{widget_server.url}/w/{assistant}"></iframe>')
     console = []
     page.on("console", lambda message: console.append(message.text))
 

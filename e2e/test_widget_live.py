@@ -28,10 +28,10 @@ SHOWCASE = {
 
 
 @pytest.fixture(scope="module")
-def showcase(waypoint_server) -> str:
+def showcase(widget_server) -> str:
     """A second assistant: a slow server tool (progress while running) and a tool the application answers."""
     code = f"import json; from apps.agent.actions import create_assistant; print(create_assistant(config=json.loads({json.dumps(json.dumps(SHOWCASE))})).id)"
-    return waypoint_server.database.manage("shell", "-c", code).strip().splitlines()[-1]
+    return widget_server.database.manage("shell", "-c", code).strip().splitlines()[-1]
 
 
 def live_by(page, path: str) -> None:
@@ -47,10 +47,10 @@ def refunds(server) -> list[dict]:
     return httpx.get(server.url + "/demo/hooks/refund").json()["refunds"]
 
 
-def test_two_browsers_see_one_approval_and_the_later_approve_shows_the_accepted_answer(browser, waypoint_server, start_conversation, screenshots):
+def test_two_browsers_see_one_approval_and_the_later_approve_shows_the_accepted_answer(browser, widget_server, start_conversation, screenshots):
     alice, bob = browser.new_context(), browser.new_context()
     page_a = alice.new_page()
-    link = start_conversation(page_a, waypoint_server, "I want a refund")
+    link = start_conversation(page_a, widget_server, "I want a refund")
     page_b = bob.new_page()
     stalled = []
 
@@ -64,7 +64,7 @@ def test_two_browsers_see_one_approval_and_the_later_approve_shows_the_accepted_
         expect(page.locator("#cards .card.approval")).to_contain_text("issue_refund", timeout=10_000)
         expect(page.locator("#cards .arguments")).to_contain_text('"amount": 20')
         live_by(page, "ws")
-    before = len(refunds(waypoint_server))
+    before = len(refunds(widget_server))
     screenshots(page_a, "approval")
     stalled.append(True)  # Bob's connection stalls: his card stays as it was when he looked
 
@@ -77,16 +77,16 @@ def test_two_browsers_see_one_approval_and_the_later_approve_shows_the_accepted_
     expect(notice).to_contain_text("Approved")
     expect(page_b.locator("#cards")).to_contain_text("Approved")
     screenshots(page_b, "conflict")
-    after = refunds(waypoint_server)
+    after = refunds(widget_server)
     assert len(after) == before + 1 and after[-1]["deliveries"] == 1
     alice.close()
     bob.close()
 
 
-def test_a_tab_closed_mid_pause_reopens_in_another_browser_with_its_card(browser, waypoint_server, start_conversation, screenshots):
+def test_a_tab_closed_mid_pause_reopens_in_another_browser_with_its_card(browser, widget_server, start_conversation, screenshots):
     first = browser.new_context()
     page = first.new_page()
-    link = start_conversation(page, waypoint_server, "When can you deliver?")
+    link = start_conversation(page, widget_server, "When can you deliver?")
     expect(page.get_by_label("Delivery date")).to_be_visible(timeout=10_000)
     first.close()
 
@@ -105,10 +105,10 @@ def test_a_tab_closed_mid_pause_reopens_in_another_browser_with_its_card(browser
     second.close()
 
 
-def test_a_question_is_answered_from_its_card(browser, waypoint_server, start_conversation, screenshots):
+def test_a_question_is_answered_from_its_card(browser, widget_server, start_conversation, screenshots):
     context = browser.new_context()
     page = context.new_page()
-    start_conversation(page, waypoint_server, "I need help")
+    start_conversation(page, widget_server, "I need help")
     answer = page.get_by_label("Your answer")
     expect(page.locator("#cards")).to_contain_text("Which order is this about?", timeout=10_000)
     screenshots(page, "question")
@@ -121,10 +121,10 @@ def test_a_question_is_answered_from_its_card(browser, waypoint_server, start_co
     context.close()
 
 
-def test_completion_makes_every_open_browser_read_only(browser, waypoint_server, start_conversation, screenshots):
+def test_completion_makes_every_open_browser_read_only(browser, widget_server, start_conversation, screenshots):
     alice, bob = browser.new_context(), browser.new_context()
     page_a = alice.new_page()
-    link = start_conversation(page_a, waypoint_server, "Hello")
+    link = start_conversation(page_a, widget_server, "Hello")
     page_b = bob.new_page()
     page_b.goto(link)
     live_by(page_b, "ws")
@@ -141,11 +141,11 @@ def test_completion_makes_every_open_browser_read_only(browser, waypoint_server,
     bob.close()
 
 
-def test_with_the_websocket_blocked_updates_arrive_by_polling_within_three_seconds(browser, waypoint_server, start_conversation):
+def test_with_the_websocket_blocked_updates_arrive_by_polling_within_three_seconds(browser, widget_server, start_conversation):
     alice, blocked = browser.new_context(), browser.new_context()
     blocked.route_web_socket(SOCKET, lambda ws: ws.close())
     page_a = alice.new_page()
-    link = start_conversation(page_a, waypoint_server, "Hello")
+    link = start_conversation(page_a, widget_server, "Hello")
     page_b = blocked.new_page()
     page_b.goto(link)
     live_by(page_b, "poll")
@@ -160,7 +160,7 @@ def test_with_the_websocket_blocked_updates_arrive_by_polling_within_three_secon
     blocked.close()
 
 
-def test_markup_in_model_output_runs_nothing_and_is_shown_as_text(browser, waypoint_server, start_conversation):
+def test_markup_in_model_output_runs_nothing_and_is_shown_as_text(browser, widget_server, start_conversation):
     context = browser.new_context()
     page = context.new_page()
     dialogs, console = [], []
@@ -169,7 +169,7 @@ def test_markup_in_model_output_runs_nothing_and_is_shown_as_text(browser, waypo
     payload = ('<script>console.log("XSS-MARKER")</script> <img src=x onerror="console.log(\'XSS-MARKER\')"> '
                '[click me](javascript:alert("XSS-MARKER")) <svg onload=alert(1)>')
 
-    start_conversation(page, waypoint_server, payload)
+    start_conversation(page, widget_server, payload)
 
     log = page.get_by_role("log")
     expect(log).to_contain_text('You said: <script>console.log("XSS-MARKER")</script>', timeout=10_000)
@@ -182,10 +182,10 @@ def test_markup_in_model_output_runs_nothing_and_is_shown_as_text(browser, waypo
     context.close()
 
 
-def test_progress_shows_while_a_run_works_and_the_application_card_waits(browser, waypoint_server, start_conversation, showcase, screenshots):
+def test_progress_shows_while_a_run_works_and_the_application_card_waits(browser, widget_server, start_conversation, showcase, screenshots):
     context = browser.new_context()
     page = context.new_page()
-    start_conversation(page, waypoint_server, "slow please", assistant="Showcase")
+    start_conversation(page, widget_server, "slow please", assistant="Showcase")
     expect(page.locator("#typing")).to_be_visible(timeout=10_000)
     expect(page.locator("#status")).to_contain_text("think")
     screenshots(page, "working")
