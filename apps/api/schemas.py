@@ -70,6 +70,12 @@ class AssistantConfigIn(Schema):
     allowed_origins: Any = Field(None, description="origins allowed to embed the widget")
     model: Any = Field(None, description='{"provider": "scripted", "rules": […], "fallback": […]} or {"provider": "openai", "model": …}')
     tools: Any = Field(None, description="server and client tools")
+    mode: Any = Field(None, description="agent (default) or simple")
+    required_approver: Any = Field(None, description="the persona that must answer approvals")
+
+    def config(self) -> dict[str, Any]:
+        """The configuration exactly as sent: the declared keys that were present plus any others."""
+        return {**self.model_dump(exclude_unset=True), **(self.model_extra or {})}
 
 
 class AssistantOut(Schema):

@@ -95,7 +95,7 @@ def _check_directive_allowed(principal: Principal, directive: schemas.Directive 
 def create(request: HttpRequest, payload: schemas.AssistantConfigIn):
     """Create an assistant from its JSON configuration (API key). Invalid → 422 `invalid_assistant_config`."""
     _principal(request).require_api_key()
-    assistant = create_assistant(config=payload.model_dump(exclude_unset=True))
+    assistant = create_assistant(config=payload.config())
     return Status(201, {"id": str(assistant.id), "name": assistant.name})
 
 

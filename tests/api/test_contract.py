@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from apps.agent.models import Assistant
 from apps.conversations.models import ChatMessage
 from tests.api.conftest import Api
 
@@ -31,6 +32,13 @@ class TestCreateAssistant:
 
         assert response.status_code == 201
         assert uuid.UUID(response.json()["id"])
+
+    def test_keeps_every_key_of_the_configuration(self, api):
+        response = api.post("/v1/assistants", {"name": "Tiny", "mode": "simple", "required_approver": "shop:boss",
+                                               "model": {"provider": "scripted", "rules": []}})
+
+        config = Assistant.objects.get(id=response.json()["id"]).config
+        assert config["mode"] == "simple" and config["required_approver"] == "shop:boss"
 
     def test_lists_every_problem_of_an_invalid_configuration(self, api):
         response = api.post("/v1/assistants", {"name": "", "step_budget": 0, "model": {"provider": "magic"}})
@@ -305,6 +313,16 @@ class TestResults:
         )
 
         assert response.status_code == 403 and error_code(response) == "forbidden"
+
+    def test_an_answer_after_a_simple_runs_expiry_is_refused(self, api, settings):
+        settings.WAYPOINT_SIMPLE_EXPIRY_SECONDS = 0
+        started = api.start("when can you deliver?", assistant=api.create_assistant(mode="simple"))
+        run_id, call_id = pending_call(api, started["conversation_id"])
+
+        response = api.post(f"/v1/agent/conversations/{started['conversation_id']}/runs/{run_id}/results",
+                            {"results": [{"call_id": call_id, "output": {"date": "2026-12-24"}}]})
+
+        assert response.status_code == 409 and error_code(response) == "run_expired"
 
     @pytest.mark.parametrize("run_id", ["run_0000", "has%20space", "x" * 100])
     def test_an_unknown_run_is_not_found(self, api, run_id):
