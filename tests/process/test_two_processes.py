@@ -53,7 +53,7 @@ class Pair:
             pytest.skip(f"needs Redis at {REDIS_URL} for the channel layer (set REDIS_URL): {exc}")
         self.database = ServerDatabase("pair")
         self.rows = Rows(self.database.url)
-        made = probe.run(self.database, "lab", config=NAPPER, conversations=4, message="hello")
+        made = probe.run(self.database, "lab", config=NAPPER, conversations=5, message="hello")
         self.customers = [Customer(c["conversation_id"], c["token"]) for c in made["conversations"]]
         self.servers = [DaphneServer(self.database, env={"REDIS_URL": REDIS_URL}) for _ in range(2)]
         for server in self.servers:
@@ -195,6 +195,19 @@ class TestOneWriter:
         assert kinds == ["turn_dispatched", "model_round", "action_started", "action_finished", "model_round", "turn_complete"]
         assert {holder_pid(h) for h, _ in samples if h} == {pair.servers[0].proc.pid}
         assert len({v for h, v in samples if h}) == 1
+
+
+    def test_a_writer_releases_the_lease_when_its_drive_ends(self, pair):
+        customer = pair.customers[4]
+        seeded = pair.rows.events(customer.conversation_id)[-1]["seq"]
+
+        assert customer.send(pair.servers[1], "nap once") == 302
+        [turn_id] = wait_for(lambda: pair.rows.turns_after(customer.conversation_id, seeded), timeout=10, what="the turn")
+        wait_for(lambda: pair.rows.turn_ended(turn_id, "completed"), timeout=10, what="the turn to complete")
+
+        released = wait_for(lambda: (row := pair.rows.lease(customer.conversation_id)) and row["holder"] == "" and row,
+                            timeout=5, what="the lease to be released")
+        assert released["expires_at"] is None
 
 
 class TestTakeover:
