@@ -197,3 +197,59 @@ def test_progress_shows_while_a_run_works_and_the_application_card_waits(browser
     expect(page.get_by_role("button", name="Send")).to_be_disabled()
     screenshots(page, "waiting-for-application")
     context.close()
+
+
+LOWEST_CONTRAST = """() => {
+  const parse = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const luminance = ([r, g, b]) => [r, g, b].map((v) => v / 255)
+    .map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4))
+    .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const background = (el) => {
+    for (; el; el = el.parentElement) {
+      const c = parse(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || c[3] > 0) return c;
+    }
+    return [255, 255, 255];
+  };
+  let worst = { ratio: 99, text: "" };
+  for (const el of document.querySelectorAll("body *")) {
+    const own = Array.from(el.childNodes).some((n) => n.nodeType === 3 && n.textContent.trim());
+    const style = getComputedStyle(el);
+    if (!own || el.closest(".visually-hidden, [aria-hidden=true], :disabled") || style.visibility === "hidden" || !el.getClientRects().length) continue;
+    const [a, b] = [luminance(parse(style.color)), luminance(background(el))];
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < worst.ratio) worst = { ratio, text: el.textContent.trim().slice(0, 40) };
+  }
+  return worst;
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_text_keeps_a_contrast_of_at_least_4_5_to_1(browser, widget_server, start_conversation, scheme):
+    context = browser.new_context(color_scheme=scheme, viewport={"width": 320, "height": 700})
+    page = context.new_page()
+    start_conversation(page, widget_server, "I want a refund")
+    expect(page.get_by_role("button", name="Approve")).to_be_visible(timeout=10_000)
+
+    worst = page.evaluate(LOWEST_CONTRAST)
+
+    assert worst["ratio"] >= 4.5, worst
+    context.close()
+
+
+def test_enter_sends_and_shift_enter_starts_a_new_line(browser, widget_server, start_conversation):
+    context = browser.new_context()
+    page = context.new_page()
+    start_conversation(page, widget_server, "Hello")
+    expect(page.get_by_role("button", name="Send")).to_be_enabled(timeout=10_000)
+    box = page.get_by_label("Message")
+
+    box.fill("first line")
+    box.press("Shift+Enter")
+    box.press_sequentially("second line")
+    assert box.input_value() == "first line\nsecond line"
+    box.press("Enter")
+
+    expect(page.get_by_role("log")).to_contain_text("second line", timeout=10_000)
+    expect(box).to_have_value("")
+    context.close()

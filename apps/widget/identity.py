@@ -26,7 +26,7 @@ from apps.api.models import ApiKey
 
 MAX_LIFETIME = timedelta(hours=24)
 LEEWAY = timedelta(seconds=60)
-_SUBJECT = re.compile(r"^[A-Za-z0-9._@+-]{1,200}$")
+_SUBJECT = re.compile(r"^[A-Za-z0-9._@+-]{1,100}$")  # an external id a persona accepts
 
 
 class IdentityRejected(ValueError):
@@ -97,5 +97,5 @@ def check_identity(raw: str, *, now: datetime) -> Identity:
         raise IdentityRejected("the token lives longer than 24 hours")
     subject = payload.get("sub")
     if not isinstance(subject, str) or not _SUBJECT.match(subject):
-        raise IdentityRejected("sub must be 1-200 letters, digits or . _ @ + -")
+        raise IdentityRejected("sub must be 1-100 letters, digits or . _ @ + -")
     return Identity(subject=subject)
