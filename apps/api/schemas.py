@@ -201,6 +201,14 @@ class ProgressItem(Schema):
     seq: int | None
 
 
+class Condition(Schema):
+    type: Literal["Ready", "Progressing", "Degraded"]
+    status: Literal["True", "False"]
+    reason: str
+    message: str
+    last_transition_time: str | None
+
+
 class StateOut(Schema):
     """A conversation's messages (committed turns only) and its reconnect fields."""
 
@@ -221,6 +229,19 @@ class StateOut(Schema):
     answered_client_actions: list[AnsweredClientAction]
     tool_summary: list[ToolSummaryItem]
     progress: list[ProgressItem]
+    # People, workspaces and lifecycle (docs/people.md)
+    phase: Literal["open", "closed", "completed"] | None = Field(None, description="closed: idle; the next turn reopens it")
+    display_phase: str | None = Field(None, description="Active, Waiting, Interrupted, Closed or Completed")
+    conditions: list[Condition] = Field(default_factory=list, description="Ready, Progressing, Degraded")
+    last_turn_at: str | None = None
+    visibility: Literal["private", "shared"] | None = None
+    participants: list[dict[str, Any]] = Field(default_factory=list, description="the owner, then active participants")
+    memory: list[dict[str, Any]] = Field(default_factory=list, description="facts the agent remembers (active only)")
+    artifacts: list[dict[str, Any]] = Field(default_factory=list)
+    artifact_recovery: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="per artifact tool call: pending, unacknowledged, acknowledged, missing, duplicate, failed or unrecorded",
+    )
 
 
 class ResultsOut(Schema):

@@ -13,8 +13,9 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.http import parse_etags
-from ninja import Header, NinjaAPI, Path, Query
+from ninja import Header, NinjaAPI, Path, Query, Schema
 from ninja.responses import Status
+from pydantic import ConfigDict, Field
 
 from apps.agent.actions import create_assistant
 from apps.api import errors, schemas
@@ -246,3 +247,45 @@ def revoke_token(request: HttpRequest, payload: schemas.RevokeIn, id: str = Conv
         raise Forbidden("a conversation token can revoke only itself")
     return {"revoked": tokens.revoke(token_id=grant.token_id, now=timezone.now())}
 
+
+# --- artifacts (docs/people.md) -----------------------------------------------------------------
+_ARTIFACT_ID = re.compile(r"^art_[0-9a-f]{1,40}$")
+
+
+class ArtifactOut(Schema):
+    """An artifact record: what a tool produced, where it came from, and whether it was received."""
+
+    model_config = ConfigDict(extra="allow")
+
+    artifact_id: str
+    turn_id: str
+    call_id: str
+    name: str
+    media_type: str
+    sha256: str = Field(description="hex SHA-256 of the content")
+    size: int
+    source: dict[str, str] = Field(description="{identity, revision} of what it was made from")
+    status: str = Field(description="created | acknowledged")
+    acknowledged_by: str
+    acknowledged_at: str | None
+
+
+@api.post(
+    "/agent/conversations/{id}/artifacts/{artifact_id}/ack",
+    response={200: ArtifactOut, frozenset(ERRORS | {413, 422}): schemas.ErrorOut},
+    summary="Acknowledge receipt of an artifact", tags=["artifacts"],
+)
+def acknowledge_artifact(request: HttpRequest, id: str, artifact_id: str):
+    """
+    Record that the application received an artifact (`artifact_acknowledged`).
+
+    Acknowledging again returns the artifact unchanged. After a crash, `artifact_recovery` in the
+    conversation state tells a missing, a duplicate and an unacknowledged artifact apart.
+    """
+    from apps.workspaces.actions import acknowledge_artifact as acknowledge
+
+    principal = _principal(request)
+    conversation = _conversation(principal, id, "write")
+    if not _ARTIFACT_ID.match(artifact_id):
+        raise NotFound("no such artifact in this conversation")
+    return acknowledge(conversation_id=str(conversation.id), artifact_id=artifact_id, persona=principal.persona, now=timezone.now())
