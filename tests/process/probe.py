@@ -9,7 +9,6 @@ few things that need the application: an assistant, seeded conversations, replay
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import Any
 
 MARK = "PROBE-RESULT "
@@ -31,10 +30,22 @@ def lab(*, config: dict[str, Any], conversations: int, message: str) -> dict[str
 
 
 def check(*, conversation_ids: list[str]) -> dict[str, Any]:
-    """Replay and verify each conversation's log."""
-    from apps.ledger.replay import replay, verify
+    """Run `conversation replay` and `conversation verify` on each conversation; ok and what each printed."""
+    import io
 
-    return {cid: {"replay": asdict(replay(cid)), "verify": asdict(verify(cid))} for cid in conversation_ids}
+    from django.core.management import CommandError, call_command
+
+    out: dict[str, Any] = {}
+    for cid in conversation_ids:
+        out[cid] = {}
+        for operation in ("replay", "verify"):
+            printed = io.StringIO()
+            try:
+                call_command("conversation", operation, cid, actor="ops:crash-tests", stdout=printed)
+                out[cid][operation] = {"ok": True, "output": printed.getvalue()}
+            except CommandError as exc:
+                out[cid][operation] = {"ok": False, "output": f"{printed.getvalue()}{exc}"}
+    return out
 
 
 def main(name: str, arguments: str) -> None:
