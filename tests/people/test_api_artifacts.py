@@ -74,3 +74,14 @@ class TestAcknowledgeArtifact:
         response = api.as_(viewer).post(ack_path(started["conversation_id"], artifact["artifact_id"]))
 
         assert response.status_code == 403
+
+
+class TestStateOverTheApi:
+    def test_the_state_shows_phase_conditions_and_participants(self, api):
+        started = api.start("hello", persona="shop:alice")
+
+        state = api.state(started["conversation_id"])
+
+        assert (state["phase"], state["display_phase"], state["visibility"]) == ("open", "Active", "private")
+        assert [c["type"] for c in state["conditions"]] == ["Ready", "Progressing", "Degraded"]
+        assert state["participants"][0]["persona"] == "shop:alice" and state["participants"][0]["role"] == "owner"
