@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 
 from apps.agent.models import Assistant
 from apps.conversations.errors import BadInput, NotFound
@@ -191,23 +192,47 @@ def close_if_idle(*, conversation_id: str, now: datetime) -> bool:
     return True
 
 
+def release_completed_runtime(*, conversation_id: str, now: datetime) -> bool:
+    """
+    Release the runtime of a completed conversation idle for its timeout: lease row deleted, runtime
+    record closed, scratch space removed. Its log says nothing new: completion already ended it.
+    """
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        timeout = idle_timeout_seconds(conversation.assistant.config, settings.WAYPOINT_IDLE_TIMEOUT_SECONDS)
+        if conversation.status != "completed" or not idle_due(last_turn_at=conversation.last_turn_at, timeout_seconds=timeout, now=now):
+            return False
+        if Lease.objects.filter(conversation_id=conversation.id, expires_at__gt=now).exclude(holder="").exists():
+            return False
+        if not Runtime.objects.filter(conversation_id=conversation.id, closed_at__isnull=True).update(closed_at=now):
+            return False
+        Lease.objects.filter(conversation_id=conversation.id).delete()
+        transaction.on_commit(Workspace(str(conversation.id)).release_runtime)
+    return True
+
+
+def _timeouts() -> dict[int, list]:
+    """Assistant ids by their idle timeout (0, disabled, left out); reads one JSON key per assistant."""
+    by_timeout: dict[int, list] = {}
+    for assistant_id, own in Assistant.objects.annotate(own=F("config__idle_timeout_seconds")).values_list("id", "own"):
+        timeout = idle_timeout_seconds({"idle_timeout_seconds": own}, settings.WAYPOINT_IDLE_TIMEOUT_SECONDS)
+        if timeout:
+            by_timeout.setdefault(timeout, []).append(assistant_id)
+    return by_timeout
+
+
 def close_idle_conversations(*, now: datetime, limit: int = 100) -> list[str]:
     """
     Close every conversation idle for its assistant's timeout (or the deployment's); return their ids.
 
-    Candidates are found per timeout so that the database does the filtering.
+    Completed conversations are not closed (they stay completed) but their runtime is released the
+    same way. Candidates are found per timeout so that the database does the filtering.
     """
-    by_timeout: dict[int, list] = {}
-    for assistant_id, config in Assistant.objects.values_list("id", "config"):
-        timeout = idle_timeout_seconds(config or {}, settings.WAYPOINT_IDLE_TIMEOUT_SECONDS)
-        if timeout:
-            by_timeout.setdefault(timeout, []).append(assistant_id)
     closed: list[str] = []
-    for timeout, assistant_ids in sorted(by_timeout.items()):
+    for timeout, assistant_ids in sorted(_timeouts().items()):
+        idle = Conversation.objects.filter(assistant_id__in=assistant_ids, last_turn_at__lte=now - timedelta(seconds=timeout))
         due = (
-            Conversation.objects.filter(
-                assistant_id__in=assistant_ids, status="active", last_turn_at__lte=now - timedelta(seconds=timeout)
-            )
+            idle.filter(status="active")
             .exclude(id__in=Closure.objects.filter(reopened_seq__isnull=True).values("conversation_id"))
             .exclude(id__in=WorkflowLog.objects.filter(status__in=OPEN_RUNS, quarantined=False).values("conversation_id"))
             .order_by("last_turn_at")
@@ -216,6 +241,9 @@ def close_idle_conversations(*, now: datetime, limit: int = 100) -> list[str]:
         for conversation_id in due:
             if close_if_idle(conversation_id=str(conversation_id), now=now):
                 closed.append(str(conversation_id))
+        finished = idle.filter(status="completed", runtime__isnull=False, runtime__closed_at__isnull=True)
+        for conversation_id in finished.values_list("id", flat=True)[:limit]:
+            release_completed_runtime(conversation_id=str(conversation_id), now=now)
     return closed
 
 
@@ -241,7 +269,7 @@ def delete_expired_runtimes(*, now: datetime, limit: int = 200) -> int | None:
     """
     Delete the runtime records of conversations closed for longer than the retention window.
 
-    Only conversations still closed are touched; messages, logs, events, files and artifacts are
+    Only conversations still closed (or completed) are touched; messages, logs, events, files and artifacts are
     not. Returns how many were deleted, or None when a malformed setting disables deletion.
     """
     window = retention_window()
@@ -251,8 +279,8 @@ def delete_expired_runtimes(*, now: datetime, limit: int = 200) -> int | None:
     due = Runtime.objects.filter(closed_at__isnull=False, closed_at__lte=now - window).values_list("conversation_id", flat=True)[:limit]
     for conversation_id in due:
         with transaction.atomic():
-            _locked(str(conversation_id))
-            if open_closure(str(conversation_id)) is None:
+            conversation = _locked(str(conversation_id))
+            if conversation.status != "completed" and open_closure(str(conversation_id)) is None:
                 continue  # reopened meanwhile: its runtime is in use again
             deleted += Runtime.objects.filter(conversation_id=conversation_id, closed_at__lte=now - window).delete()[0]
             Lease.objects.filter(conversation_id=conversation_id).delete()

@@ -74,6 +74,15 @@ class TestIdleClose:
         assert close_at(cid, 10 * IDLE) == []
         assert state(cid)["phase"] == "completed"
 
+    def test_a_completed_conversation_releases_its_runtime_without_closing(self, start, make_assistant):
+        cid = start("bye", assistant=make_assistant(idle_timeout_seconds=IDLE))["conversation_id"]
+
+        close_at(cid, IDLE)
+
+        assert Runtime.objects.get(conversation_id=cid).closed_at is not None
+        assert not Lease.objects.filter(conversation_id=cid).exists()
+        assert "conversation_closed" not in kinds(cid)
+
     def test_closing_releases_the_lease_and_the_scratch_space_but_keeps_files(self, idle_conversation, clock):
         handle = workspace_for(idle_conversation)
         handle.write("kept.txt", "stays", now=clock())
@@ -167,6 +176,15 @@ class TestRetention:
         assert workspace_for(idle_conversation).read("kept.txt") == b"stays"
         assert state(idle_conversation)["phase"] == "closed"
         assert_replays(idle_conversation)
+
+    def test_a_completed_conversations_runtime_record_is_deleted_after_the_window(self, start, make_assistant):
+        cid = start("bye", assistant=make_assistant(idle_timeout_seconds=IDLE))["conversation_id"]
+        close_at(cid, IDLE)
+
+        deleted = lifecycle.delete_expired_runtimes(now=last_turn_at(cid) + timedelta(days=2))
+
+        assert deleted == 1 and state(cid)["phase"] == "completed"
+        assert_replays(cid)
 
     def test_a_reopened_conversation_keeps_its_runtime_record(self, idle_conversation, clock):
         close_at(idle_conversation, IDLE)
