@@ -73,7 +73,7 @@ def check_config(config: Any) -> dict[str, Any]:
     if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= 64:
         problems.append("step_budget: must be a whole number from 1 to 64")
     out.setdefault("mode", "agent")
-    if out["mode"] not in MODES:
+    if not isinstance(out["mode"], str) or out["mode"] not in MODES:
         problems.append(f"mode: must be one of {sorted(MODES)}")
     out.setdefault("idle_timeout_seconds", None)
     idle = out["idle_timeout_seconds"]
@@ -112,7 +112,7 @@ def check_config(config: Any) -> dict[str, Any]:
             continue
         if kind == "server":
             action = tool.get("action")
-            if action not in ACTIONS:
+            if not isinstance(action, str) or action not in ACTIONS:
                 problems.append(f"{at}.action: unknown action {action!r} (one of {sorted(ACTIONS)})")
             if action == "webhook" and not (isinstance(tool.get("url"), str) and re.match(r"^https?://", tool["url"])):
                 problems.append(f"{at}.url: a webhook needs an http(s) url")
@@ -133,7 +133,7 @@ def check_config(config: Any) -> dict[str, Any]:
     out["tools"] = normalised_tools
 
     model = config.get("model")
-    if not isinstance(model, dict) or model.get("provider") not in PROVIDERS:
+    if not isinstance(model, dict) or not isinstance(model.get("provider"), str) or model["provider"] not in PROVIDERS:
         problems.append(f"model.provider: must be one of {sorted(PROVIDERS)}")
     elif model["provider"] == "scripted":
         rules = model.get("rules", [])

@@ -7,10 +7,34 @@ import json
 import pytest
 from asgiref.testing import ApplicationCommunicator
 from django.core.asgi import get_asgi_application
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
+from apps.agent.config import ConfigError, check_config
 from tests.api.conftest import Api
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+STEP = st.fixed_dictionaries({}, optional={k: JSON for k in ("say", "call", "arguments", "calls", "stream")})
+RULE = st.fixed_dictionaries({}, optional={"match": JSON | st.text(), "steps": st.lists(STEP, max_size=3) | JSON})
+MODEL = st.fixed_dictionaries({}, optional={
+    "provider": st.sampled_from(["scripted", "openai"]) | JSON, "rules": st.lists(RULE, max_size=3) | JSON,
+    "fallback": st.lists(STEP, max_size=2) | JSON, "model": JSON, "base_url": JSON,
+})
+TOOL = st.fixed_dictionaries({}, optional={
+    k: JSON for k in ("name", "kind", "action", "url", "requires_approval", "answered_by", "parameters")
+})
+CONFIG = st.fixed_dictionaries({}, optional={
+    **{k: JSON for k in ("name", "allow_conversation_completion", "step_budget", "mode", "idle_timeout_seconds",
+                         "allowed_origins", "required_approver")},
+    "tools": st.lists(TOOL | JSON, max_size=3) | JSON, "model": MODEL | JSON,
+})
 
 GARBAGE: list[bytes] = [
     b"", b"{", b"}", b"not json", b"\xff\xfe\x00", b"null", b"[]", b"42", b'"text"', b"true", b"{}",
@@ -111,6 +135,17 @@ class TestGarbage:
 
         for i, response in enumerate(cases):
             assert_contract_error(response, i)
+
+
+class TestAssistantConfigurations:
+    @pytest.mark.django_db(False)
+    @hypothesis_settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(config=CONFIG)
+    def test_a_configuration_of_any_shape_is_accepted_or_refused_with_problems(self, config):
+        try:
+            check_config(config)
+        except ConfigError as exc:
+            assert exc.problems and all(isinstance(p, str) for p in exc.problems)
 
 
 class TestBodySize:
