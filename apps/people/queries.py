@@ -16,6 +16,8 @@ def participants(conversation: Conversation) -> list[dict[str, Any]]:
     if conversation.owner:
         out.append({"persona": conversation.owner, "role": "owner", "permissions": list(ALL_PERMISSIONS),
                     "added_by": "", "added_at": iso(conversation.created_at)})
+    if conversation.visibility != "shared":
+        return out  # a private conversation has no participant rows
     for row in Participant.objects.filter(conversation_id=conversation.id, status="active").order_by("added_at", "id"):
         if row.persona != conversation.owner:
             out.append({"persona": row.persona, "role": "participant", "permissions": list(row.permissions),
@@ -25,7 +27,7 @@ def participants(conversation: Conversation) -> list[dict[str, Any]]:
 
 def participant_personas(conversation_id: str) -> list[str]:
     """The personas a turn of this conversation is attributed to as participants (owner first)."""
-    conversation = Conversation.objects.filter(id=conversation_id).only("id", "owner", "created_at").first()
+    conversation = Conversation.objects.filter(id=conversation_id).only("id", "owner", "created_at", "visibility").first()
     return [p["persona"] for p in participants(conversation)] if conversation else []
 
 

@@ -178,14 +178,15 @@ def _condition(kind: str, status: bool, reason: str, message: str, at) -> dict[s
 
 
 def conditions(conversation: Conversation, *, phase: str, run: WorkflowLog | None,
-               recovery: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+               recovery: list[dict[str, Any]] | None = None, closure: Closure | None = None) -> list[dict[str, Any]]:
     """
     Return the standard `Ready`, `Progressing` and `Degraded` conditions of a conversation.
 
     Ready: it accepts a new turn. Progressing: a run is executing. Degraded: its latest run ended
-    badly or an artifact is missing or duplicated.
+    badly or an artifact is missing or duplicated. `closure`: the open close, when `phase` is closed.
     """
-    closure = open_closure(str(conversation.id)) if phase == "closed" else None
+    if phase == "closed" and closure is None:
+        closure = open_closure(str(conversation.id))
     since = run.updated_at if run is not None else conversation.created_at
     status = run.status if run is not None else ""
     if phase == "completed":
@@ -219,24 +220,27 @@ def conditions(conversation: Conversation, *, phase: str, run: WorkflowLog | Non
 
 
 def workspace_state(conversation: Conversation, *, run: WorkflowLog | None) -> dict[str, Any]:
-    """The fields this app adds to `conversation_state`: phase, conditions, participants, memory, artifacts."""
+    """
+    The fields this app adds to `conversation_state`: phase, conditions, participants, memory,
+    artifacts and their recovery state. Three to five small queries; the workspace directory is only
+    looked at when the conversation has artifacts.
+    """
     from apps.people.queries import participants
 
-    phase = lifecycle_phase(conversation)
-    has_artifacts = (
-        Artifact.objects.filter(conversation_id=conversation.id).exists()
-        or ActionLog.objects.filter(conversation_id=conversation.id, action=ARTIFACT_ACTION).exists()
-    )
+    closure = None if conversation.status == "completed" else open_closure(str(conversation.id))
+    phase = "completed" if conversation.status == "completed" else "closed" if closure is not None else "open"
+    made = artifacts(conversation)
+    has_artifacts = bool(made) or ActionLog.objects.filter(conversation_id=conversation.id, action=ARTIFACT_ACTION).exists()
     recovery = artifact_recovery_state(conversation) if has_artifacts else []
     return {
         "phase": phase,
         "display_phase": display_phase(phase, run),
-        "conditions": conditions(conversation, phase=phase, run=run, recovery=recovery),
+        "conditions": conditions(conversation, phase=phase, run=run, recovery=recovery, closure=closure),
         "last_turn_at": _when(conversation.last_turn_at),
         "visibility": conversation.visibility,
         "participants": participants(conversation),
         "memory": list_memory(conversation),
-        "artifacts": artifacts(conversation),
+        "artifacts": made,
         # per tool call: pending | unacknowledged | acknowledged | missing | duplicate | failed | unrecorded
         "artifact_recovery": [
             {k: item[k] for k in ("turn_id", "call_id", "tool", "call_status", "outcome", "detail", "stray_files")}
