@@ -196,10 +196,15 @@ def _look_again_at_expiry(conversation_id: str) -> None:
     timer.start()
 
 
+# What this thread's `_append`s committed since `execute_run` last read its turn, so the next step
+# is decided without reading back the entries it has just written.
+_journal = threading.local()
+
+
 def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, actor: str = "agent") -> list:
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update(no_key=True).only("head_seq", "head_hash").get(id=conversation_id)
-        return store.append(
+        recorded = store.append(
             conversation_id=conversation_id,
             events=events,
             turn_id=turn_id,
@@ -208,6 +213,26 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
             head=(conversation.head_seq, conversation.head_hash),
             lease=held.token,
         )
+    written = getattr(_journal, "written", None)
+    if written is not None:
+        written.extend(recorded)
+    return recorded
+
+
+def _turn_events(conversation_id: str, turn_id: str, known: list) -> list:
+    """
+    Return the turn's entries: `known` plus what this thread appended since, or the log read afresh.
+
+    The entries just appended are used only when they directly follow `known` in the conversation's
+    log (no gap in `seq`, so no other writer appended in between); otherwise the log is read.
+    """
+    written, _journal.written = getattr(_journal, "written", None) or [], []
+    seqs = [r.seq for r in written]
+    if known and written and seqs == list(range(known[-1].seq + 1, known[-1].seq + 1 + len(written))) and all(
+        r.turn_id == turn_id for r in written
+    ):
+        return known + written
+    return store.read(conversation_id, turn_id=turn_id)
 
 
 BATCH_ONE_KINDS = frozenset({"turn_dispatched", "ingress_directive"})
@@ -244,8 +269,11 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
         {"name": "remember", "kind": "builtin", "description": "Remember a fact for the later turns of this conversation",
          "parameters": {"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]}},
     ]
+    events: list = []
+    before = None  # the committed messages before this turn: they never change while it runs
+    _journal.written = []
     while True:
-        events = store.read(cid, turn_id=run.turn_id)
+        events = _turn_events(cid, run.turn_id, events)
         state = turns.turn_state(events)
         budget = turns.effective_budget(settings.WAYPOINT_STEP_BUDGET, config, state)
         step = turns.next_step(state, config, budget)
@@ -257,7 +285,8 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
         if isinstance(step, turns.Done | turns.Wait):
             return
         if isinstance(step, turns.CallModel):
-            history, message = _history(cid, run.dispatched_seq, state)
+            before = before or _history(cid, run.dispatched_seq, state)
+            history, message = before
             request = ModelRequest(
                 history=history, message=message, rounds=turns.past_rounds(state), tools=tools, closing=step.closing,
                 memory=active_facts(cid),

@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 log = logging.getLogger(__name__)
+
+PUBLISH_TIMEOUT_SECONDS = 5.0
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_guard = threading.Lock()
+
+
+def _publisher() -> asyncio.AbstractEventLoop:
+    """This process's one event loop for publishing, started on first use."""
+    global _loop
+    with _loop_guard:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, daemon=True, name="waypoint-broadcast").start()
+            _loop = loop
+        return _loop
+
+
+def _group_send(layer, group: str, message: dict) -> None:
+    # The in-memory layer delivers to consumers of this process's own loop, which async_to_sync
+    # finds. A network layer gets one long-lived loop: async_to_sync from a worker thread would
+    # start a new loop, and with it a new Redis connection, for every commit.
+    if isinstance(layer, InMemoryChannelLayer):
+        async_to_sync(layer.group_send)(group, message)
+        return
+    asyncio.run_coroutine_threadsafe(layer.group_send(group, message), _publisher()).result(timeout=PUBLISH_TIMEOUT_SECONDS)
 
 
 def group_name(conversation_id: str) -> str:
@@ -25,7 +52,7 @@ def state_changed(conversation_id: str, seq: int) -> None:
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(group_name(conversation_id), {"type": "state.changed", "seq": seq})
+        _group_send(layer, group_name(conversation_id), {"type": "state.changed", "seq": seq})
     except Exception:  # noqa: BLE001 - a push failure must never undo or fail a committed write
         log.warning("push to conversation %s failed; clients will resync by seq", conversation_id, exc_info=True)
 
@@ -41,6 +68,6 @@ def draft_changed(conversation_id: str, run_id: str, after_seq: int, text: str) 
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(group_name(conversation_id), {"type": "draft.changed", "run_id": run_id, "after_seq": after_seq, "text": text})
+        _group_send(layer, group_name(conversation_id), {"type": "draft.changed", "run_id": run_id, "after_seq": after_seq, "text": text})
     except Exception:  # noqa: BLE001 - a lost draft is harmless: the committed text follows
         log.warning("draft push to conversation %s failed", conversation_id, exc_info=True)

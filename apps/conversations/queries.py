@@ -24,17 +24,13 @@ def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dic
     Messages are only those of committed turns: an assistant message exists only once its turn's
     `turn_complete` committed, so a paused or interrupted turn never shows partial text.
     """
+    # Plain tuples, not model instances: a long conversation has thousands of messages and this
+    # runs on every page load, poll and websocket push.
     messages = [
-        {
-            "id": m.id,
-            "role": m.role,
-            "text": m.text,
-            "turn_id": m.turn_id,
-            "author": m.author,
-            "seq": m.seq,
-            "created_at": _when(m.created_at),
-        }
-        for m in ChatMessage.objects.filter(conversation_id=conversation.id, seq__gt=after_seq).order_by("seq")
+        {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": author, "seq": seq, "created_at": _when(created_at)}
+        for id_, role, text, turn_id, author, seq, created_at in ChatMessage.objects.filter(
+            conversation_id=conversation.id, seq__gt=after_seq
+        ).order_by("seq").values_list("id", "role", "text", "turn_id", "author", "seq", "created_at")
     ]
     run = WorkflowLog.objects.filter(conversation_id=conversation.id).order_by("-dispatched_seq").first()
     pending: list[dict[str, Any]] = []

@@ -14,8 +14,8 @@ from functools import partial
 from typing import Any
 
 import rfc8785
-from django.db import models, transaction
-from django.db.models import F
+from django.db import connection, models, transaction
+from django.db.models import F, Func, Value
 
 from apps.actions.models import ActionLog
 from apps.conversations import broadcast
@@ -110,10 +110,20 @@ def append(
         recorded.append(Recorded(seq=seq, kind=body.kind, turn_id=turn_id, actor=actor, created_at=created_at, payload=payload))
         prev = digest
     Event.objects.bulk_create(rows)
+    # Plain updates of the conversation's own row ride on the head update: one UPDATE, not one each.
+    own: dict[str, Any] = {}
     for rec in recorded:
         for change in changes(cid, rec):
+            if _plain_own_row(cid, change):
+                if own.keys() & {*change.set, *change.incr}:
+                    _update_own_row(cid, own)
+                own.update({name: _db_value(Conversation, name, v) for name, v in change.set.items()})
+                own.update({name: F(name) + n for name, n in change.incr.items()})
+                continue
+            if change.store == "conversations" and own:
+                _update_own_row(cid, own)
             _apply(cid, change)
-    Conversation.objects.filter(id=cid).update(head_seq=seq, head_hash=prev)
+    Conversation.objects.filter(id=cid).update(**own, head_seq=seq, head_hash=prev)
     transaction.on_commit(partial(broadcast.state_changed, cid, seq))
     return recorded
 
@@ -129,6 +139,28 @@ def _key_filter(change: Change) -> dict[str, Any]:
     return dict(zip(KEYS[change.store], change.key, strict=True))
 
 
+def _plain_own_row(conversation_id: str, change: Change) -> bool:
+    """A change that only sets or adds to plain fields of the conversation row itself."""
+    return (
+        change.store == "conversations" and change.create is None and str(change.key[0]) == conversation_id
+        and not change.append and not change.discard and all("." not in name for name in change.incr)
+    )
+
+
+def _update_own_row(conversation_id: str, updates: dict[str, Any]) -> None:
+    if Conversation.objects.filter(id=conversation_id).update(**updates) != 1:
+        raise ValueError(f"conversations ({conversation_id},) does not exist")
+    updates.clear()
+
+
+class _JsonbAppend(Func):
+    """`list || [item]` in PostgreSQL: appends to a JSON list without reading it first."""
+
+    arg_joiner = " || "
+    template = "%(expressions)s"
+    output_field = models.JSONField()
+
+
 def _apply(conversation_id: str, change: Change) -> None:
     model = MODELS[change.store]
     if change.create is not None:
@@ -140,9 +172,14 @@ def _apply(conversation_id: str, change: Change) -> None:
         return
     query = model.objects.filter(**_key_filter(change))
     plain_incr = all("." not in name for name in change.incr)
-    if plain_incr and not change.append and not change.discard:
+    in_sql = not change.append or (
+        connection.vendor == "postgresql" and not change.append.keys() & {*change.set, *change.incr}
+    )
+    if plain_incr and not change.discard and in_sql:
         updates = {name: _db_value(model, name, v) for name, v in change.set.items()}
         updates.update({name: F(name) + n for name, n in change.incr.items()})
+        updates.update({name: _JsonbAppend(F(name), Value([item], output_field=models.JSONField()))
+                        for name, item in change.append.items()})
         if query.update(**updates) != 1:
             raise ValueError(f"{change.store} {change.key} does not exist")
         return
