@@ -250,3 +250,22 @@ class ResultsOut(Schema):
     already: list[str] = Field(description="call ids whose identical answer had been accepted before")
     run_resumes: bool = Field(description="every pending call of the run is answered; the run goes on")
     state: StateOut
+
+
+# --- artifacts (docs/people.md) -----------------------------------------------------------------
+class ArtifactOut(Schema):
+    """An artifact record: what a tool produced, where it came from, and whether it was received."""
+
+    model_config = ConfigDict(extra="allow")
+
+    artifact_id: str
+    turn_id: str
+    call_id: str
+    name: str
+    media_type: str
+    sha256: str = Field(description="hex SHA-256 of the content")
+    size: int
+    source: dict[str, str] = Field(description="{identity, revision} of what it was made from")
+    status: str = Field(description="created | acknowledged")
+    acknowledged_by: str
+    acknowledged_at: str | None

@@ -13,9 +13,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.http import parse_etags
-from ninja import Header, NinjaAPI, Path, Query, Schema
+from ninja import Header, NinjaAPI, Path, Query
 from ninja.responses import Status
-from pydantic import ConfigDict, Field
 
 from apps.agent.actions import create_assistant
 from apps.api import errors, schemas
@@ -252,30 +251,14 @@ def revoke_token(request: HttpRequest, payload: schemas.RevokeIn, id: str = Conv
 _ARTIFACT_ID = re.compile(r"^art_[0-9a-f]{1,40}$")
 
 
-class ArtifactOut(Schema):
-    """An artifact record: what a tool produced, where it came from, and whether it was received."""
-
-    model_config = ConfigDict(extra="allow")
-
-    artifact_id: str
-    turn_id: str
-    call_id: str
-    name: str
-    media_type: str
-    sha256: str = Field(description="hex SHA-256 of the content")
-    size: int
-    source: dict[str, str] = Field(description="{identity, revision} of what it was made from")
-    status: str = Field(description="created | acknowledged")
-    acknowledged_by: str
-    acknowledged_at: str | None
-
-
 @api.post(
     "/agent/conversations/{id}/artifacts/{artifact_id}/ack",
-    response={200: ArtifactOut, frozenset(ERRORS | {413, 422}): schemas.ErrorOut},
-    summary="Acknowledge receipt of an artifact", tags=["artifacts"],
+    response={200: schemas.ArtifactOut, frozenset(ERRORS | {413, 422}): schemas.ErrorOut},
+    summary="Acknowledge receipt of an artifact", tags=["artifacts"], openapi_extra=DOCUMENTED_HEADERS,
 )
-def acknowledge_artifact(request: HttpRequest, id: str, artifact_id: str):
+def acknowledge_artifact(
+    request: HttpRequest, id: str = ConversationId, artifact_id: str = Path(..., description="`art_…` from the state's artifacts"),
+):
     """
     Record that the application received an artifact (`artifact_acknowledged`).
 
