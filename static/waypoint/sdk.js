@@ -106,7 +106,7 @@ export class AgentConversation {
     const agent = new AgentConversation(client, conversationId, options);
     await agent.refresh();
     agent._connect();
-    agent._schedulePoll(0);
+    agent._schedulePoll();
     return agent;
   }
 
