@@ -62,14 +62,17 @@ def screenshot():
 
 
 @pytest.fixture
-def screenshots(screenshot):
-    """Save the page at a phone width (375 px) and a desktop width (1280 px): `<name>-375.png`, `<name>-1280.png`."""
+def screenshots():
+    """Save what a 375 px phone and a 1280 px desktop show (800 px high): `<name>-375.png`, `<name>-1280.png`."""
+    ARTIFACTS.mkdir(exist_ok=True)
 
     def take(page, name: str) -> None:
         size = page.viewport_size
         for width in (375, 1280):
             page.set_viewport_size({"width": width, "height": 800})
-            screenshot(page, f"{name}-{width}")
+            # Two frames: the host page and any iframe lay out again at the new size before the capture.
+            page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            page.screenshot(path=str(ARTIFACTS / f"{name}-{width}.png"))
         page.set_viewport_size(size)
 
     return take

@@ -52,11 +52,14 @@ def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def describe_output(output: Any) -> str:
-    """A person's words for an accepted answer: approved/denied, the answer text, or the JSON."""
+    """A person's words for an accepted answer: Approved/Denied, the answer, the field values, or the JSON."""
     if isinstance(output, dict) and "decision" in output:
         return "Approved" if output["decision"] == "approve" else "Denied"
-    if isinstance(output, dict) and set(output) == {"answer"}:
-        return str(output["answer"])
+    if isinstance(output, dict) and len(output) == 1:
+        (value,) = output.values()
+        return value if isinstance(value, str) else json.dumps(value)
+    if isinstance(output, dict) and output and all(isinstance(v, str | int | float) for v in output.values()):
+        return ", ".join(f"{key}: {value}" for key, value in sorted(output.items()))
     return json.dumps(output, sort_keys=True)
 
 
