@@ -18,10 +18,11 @@ STREAMING = {"provider": "scripted", "rules": [
 ], "fallback": [{"say": "ok"}]}
 
 
-async def _drain(communicator):
+async def _until(communicator, done, *, parse=json.loads):
+    """Every frame up to and including the first that `done` accepts (10 s at most per frame)."""
     seen = []
-    while not await communicator.receive_nothing(timeout=0.3):
-        seen.append(json.loads(await communicator.receive_from()))
+    while not seen or not done(seen[-1]):
+        seen.append(parse(await communicator.receive_from(timeout=10)))
     return seen
 
 
@@ -46,9 +47,8 @@ class TestStreamingDrafts:
         await sync_to_async(actions.start_turn, thread_sensitive=False)(conversation_id=started["conversation_id"], message="tell a story",
                                                 persona="guest:alice", edge="api", now=clock())
         # The turn ran to its end inside start_turn (inline runner) while this loop delivered the pushes.
-        seen = await _drain(communicator)
+        seen = await _until(communicator, lambda m: m["type"] == "state" and m["state"]["messages"][-1]["text"].startswith("Once upon"))
 
-        assert seen[-1]["type"] == "state" and seen[-1]["state"]["messages"][-1]["text"].startswith("Once upon")
         drafts = [m["text"] for m in seen if m["type"] == "draft"]
         assert drafts[0] == "Once " and drafts[-1] == "Once upon a time there was a refund."
         assert all(b.startswith(a) for a, b in zip(drafts, drafts[1:], strict=False))
@@ -64,9 +64,7 @@ class TestStreamingDrafts:
 
         await sync_to_async(actions.start_turn, thread_sensitive=False)(conversation_id=started["conversation_id"], message="pick a date",
                                                 persona="guest:alice", edge="api", now=clock())
-        frames = []
-        while not await communicator.receive_nothing(timeout=0.3):
-            frames.append(await communicator.receive_from())
+        frames = await _until(communicator, lambda f: 'id="call-call_1_1"' in f, parse=str)
 
         assert any("Let me ask you for a date first." in f and 'id="draft"' in f for f in frames)
         last = frames[-1]
