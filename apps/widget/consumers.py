@@ -41,6 +41,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         if not await self._within_limit(limits.check_credential, credential=f"token:{grant.token_id}"):
             return
         self.persona = grant.persona
+        self.permissions = grant.permissions
         self.last_sent = -1
         self.draft_shown = False
         await self.channel_layer.group_add(group_name(self.conversation_id), self.channel_name)
@@ -93,7 +94,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         if conversation is None:
             return None, 0
         if self.format == "html":
-            context = page_context(conversation=conversation, token=self.token, persona=self.persona, embed=self._embed(conversation))
+            context = page_context(conversation=conversation, token=self.token, persona=self.persona,
+                                   permissions=self.permissions, embed=self._embed(conversation))
             return render_to_string("widget/live.html", context), context["state"]["seq"]
         state = queries.conversation_state(conversation, after_seq=self.after_seq)
         return json.dumps({"type": "state", "seq": state["seq"], "state": state}), state["seq"]

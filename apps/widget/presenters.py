@@ -105,13 +105,31 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     return state
 
 
-def page_context(*, conversation, token: str, persona: str, embed, **extra: Any) -> dict[str, Any]:
+def attribute(state: dict[str, Any], *, viewer: str) -> None:
+    """
+    Name the author of each user message that the viewer did not write, in a shared conversation.
+
+    A private conversation has one writer, so naming it would only repeat "you".
+    """
+    shared = state.get("visibility") == "shared"
+    for message in state["messages"]:
+        author = message.get("author") or ""
+        message["shown_author"] = author if shared and message["role"] == "user" and author != viewer else ""
+
+
+def page_context(*, conversation, token: str, persona: str, embed, permissions=frozenset(), **extra: Any) -> dict[str, Any]:
     """Everything the conversation page and its live fragments render, for one viewer."""
     state = page_state(queries.conversation_state(conversation), conversation.assistant.config)
+    attribute(state, viewer=persona)
     # `who` ties a widget's stored conversation to an identified visitor (see identity.py).
     who = persona if persona.startswith("app:") else ""
+    # Clearing memory is a write: a view-only token sees what is remembered but gets no Clear buttons.
+    can_write = "write" in permissions and state["conversation_status"] != "completed"
+    # While the facts (and what this viewer may do with them) are unchanged, a push leaves the
+    # section alone, so a list the visitor opened stays open.
+    memory_key = "|".join([str(can_write), *(f["fact_id"] for f in state["memory"])])
     return {"state": state, "assistant": conversation.assistant, "token": token, "persona": persona, "who": who,
-            "embed": embed, **extra}
+            "embed": embed, "can_write": can_write, "memory_key": memory_key, **extra}
 
 
 def form_output(fields: list[dict[str, Any]], data) -> dict[str, Any]:

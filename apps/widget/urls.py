@@ -14,4 +14,5 @@ urlpatterns = [
     path("c/<uuid:conversation_id>/send", views.send, name="send"),
     path("c/<uuid:conversation_id>/answer", views.answer, name="answer"),
     path("c/<uuid:conversation_id>/continue", views.continue_view, name="continue"),
+    path("c/<uuid:conversation_id>/memory/clear", views.clear_memory, name="clear-memory"),
 ]

@@ -14,11 +14,17 @@ from django.views.decorators.http import require_POST, require_safe
 
 from apps.agent.models import Assistant
 from apps.conversations import actions, queries, tokens
-from apps.conversations.errors import ActionResultConflict, TurnConflict, WaypointError
+from apps.conversations.errors import (
+    ActionResultConflict,
+    ConversationIsCompleted,
+    TurnConflict,
+    WaypointError,
+)
 from apps.conversations.models import Conversation
 from apps.widget.framing import Embed, allow_framing, embed_for
 from apps.widget.identity import Identity, IdentityRejected, check_identity
 from apps.widget.presenters import describe_output, form_fields, form_output, page_context
+from apps.workspaces import actions as workspace_actions
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +160,8 @@ def _conversation(conversation_id: str) -> Conversation:
 def _context(request: HttpRequest, conversation: Conversation, grant: tokens.Grant, **extra) -> dict:
     token = request.POST.get("token") or request.GET.get("token") or ""
     embed = embed_for(request, assistant_id=str(conversation.assistant_id), config=conversation.assistant.config)
-    return page_context(conversation=conversation, token=token, persona=grant.persona, embed=embed, **extra)
+    return page_context(conversation=conversation, token=token, persona=grant.persona, permissions=grant.permissions,
+                        embed=embed, **extra)
 
 
 def _page(request: HttpRequest, context: dict, *, status: int = 200) -> HttpResponse:
@@ -267,6 +274,22 @@ def continue_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id, "write")
     try:
         actions.continue_conversation(conversation_id=conversation_id, persona=grant.persona, edge=grant.edge, now=timezone.now())
+    except WaypointError as exc:
+        return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
+    return _after_post(request, conversation_id, grant)
+
+
+@csrf_exempt
+@require_POST
+def clear_memory(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    grant = _grant(request, conversation_id, "write")
+    # One fact (its Clear button) or, without a fact id, everything ("Clear all").
+    fact_id = request.POST.get("fact_id", "")
+    try:
+        if _conversation(conversation_id).status == "completed":
+            raise ConversationIsCompleted()
+        workspace_actions.clear_memory(conversation_id=conversation_id, persona=grant.persona, now=timezone.now(),
+                                       fact_ids=[fact_id] if fact_id else None)
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
     return _after_post(request, conversation_id, grant)

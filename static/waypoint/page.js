@@ -239,6 +239,15 @@
         detail.shouldSwap = false;
       } else if (target.id === "cards" && incoming.dataset.key === target.dataset.key) {
         detail.shouldSwap = false; // same requests: keep whatever is typed into them
+      } else if (target.id === "memory") {
+        if (incoming.dataset.key === target.dataset.key) {
+          detail.shouldSwap = false;
+        } else {
+          // A cleared or newly remembered fact must not fold up the list the visitor opened.
+          const was = target.querySelector("details");
+          const now = incoming.querySelector("details");
+          if (was && now) now.open = was.open;
+        }
       }
     });
 
