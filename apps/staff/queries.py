@@ -325,6 +325,31 @@ def _summary(kind: str, payload: Any) -> str:
         return str(p.get("error") or p.get("reason") or "")
     if kind == "completion_requested":
         return str(p.get("outcome", ""))
+    return _people_summary(kind, p)
+
+
+def _people_summary(kind: str, p: dict[str, Any]) -> str:
+    """The summary line of the people, memory, artifact and idle-close entries (docs/people.md)."""
+    if kind == "participant_added":
+        again = " again" if p.get("again") else ""
+        return f"{p.get('persona')} added{again} by {p.get('added_by')} ({', '.join(p.get('permissions') or [])})"
+    if kind == "participant_removed":
+        return f"{p.get('persona')} removed by {p.get('removed_by')}"
+    if kind == "participant_token_issued":
+        return f"{p.get('edge')} token for {p.get('persona')} issued by {p.get('issued_by')}"
+    if kind == "memory_remembered":
+        return f"“{str(p.get('text', ''))[:80]}”" + (f" for {p['persona']}" if p.get("persona") else "")
+    if kind == "memory_cleared":
+        count = len(p.get("fact_ids") or [])
+        return f"{count} fact{'s' if count != 1 else ''} cleared by {p.get('cleared_by')}"
+    if kind == "artifact_created":
+        return f"{p.get('name')} ({p.get('media_type')}, {p.get('size')} bytes) by {p.get('call_id')}"
+    if kind == "artifact_acknowledged":
+        return f"{p.get('artifact_id')} acknowledged by {p.get('acknowledged_by')}"
+    if kind == "conversation_closed":
+        return f"{p.get('reason')}: no turn since {str(p.get('last_turn_at', ''))[:19]} (timeout {p.get('idle_timeout_seconds')} s)"
+    if kind == "conversation_reopened":
+        return f"reopened by a new turn (closed at entry {p.get('closed_seq')})"
     return ""
 
 

@@ -12,6 +12,7 @@ urlpatterns = [
     path("conversations/<uuid:conversation_id>/verify", views.verify, name="verify"),
     path("conversations/<uuid:conversation_id>/replay", views.replay_view, name="replay"),
     path("conversations/<uuid:conversation_id>/what-if", views.what_if, name="what_if"),
+    path("conversations/<uuid:conversation_id>/memory/clear", views.clear_memory, name="clear_memory"),
     path("quarantine/", views.quarantine, name="quarantine"),
     path("quarantine/<str:run_id>/resolve", views.resolve, name="resolve"),
     path("assistants/", views.assistants, name="assistants"),

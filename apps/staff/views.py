@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.conversations.errors import WaypointError
 from apps.ledger import replay
 from apps.staff import actions, queries
+from apps.workspaces import actions as workspace_actions
 
 INSPECTOR = "staff/conversation.html"
 
@@ -141,6 +142,26 @@ def what_if(request: HttpRequest, conversation_id) -> HttpResponse:
     except ValueError as exc:  # a bad seq or patch: said in the form, like the CLI says it
         check = {"name": "what_if", "error": str(exc), "seq": seq, "patch": patch}
     return _check(request, conversation_id, check)
+
+
+@staff_only
+@require_POST
+def clear_memory(request: HttpRequest, conversation_id) -> HttpResponse:
+    _inspection(conversation_id)
+    fact_id = request.POST.get("fact_id", "")
+    actor = actions.staff_identity(request.user)
+    try:
+        cleared = workspace_actions.clear_memory(conversation_id=str(conversation_id), persona=actor, now=timezone.now(),
+                                                 fact_ids=[fact_id] if fact_id else None)["cleared"]
+    except WaypointError as exc:
+        if request.htmx:
+            return render(request, "staff/live.html", {"c": _inspection(conversation_id)}, status=exc.status)
+        messages.error(request, exc.message)
+        return redirect("staff:conversation", conversation_id)
+    if request.htmx:
+        return render(request, "staff/live.html", {"c": _inspection(conversation_id)})
+    messages.success(request, f"Cleared {len(cleared)} remembered fact{'s' if len(cleared) != 1 else ''} — recorded as {actor}.")
+    return redirect("staff:conversation", conversation_id)
 
 
 @staff_only
