@@ -17,6 +17,7 @@ REMEMBERING = {
         {"match": "email", "steps": [{"call": "remember", "arguments": {"fact": "Prefers email"}}, {"say": "Noted."}]},
         {"match": "invoice", "steps": [{"call": "remember", "arguments": {"fact": "Invoices go to ops@acme.test"}}, {"say": "Noted."}]},
         {"match": "know", "steps": [{"say": "I remember: {memory}"}]},
+        {"match": "bye", "steps": [{"say": "Goodbye!", "call": "complete_conversation", "arguments": {}}]},
     ],
     "fallback": [{"say": "You said: {message}"}],
 }
@@ -127,6 +128,17 @@ class TestClearFromThePage:
         assert response.status_code == 404
         assert "no remembered fact fact_nope" in response.content.decode()
         assert len(facts(remembering)) == 2 and cleared_entries(remembering) == []
+
+
+    def test_a_completed_conversation_is_read_only(self, client, page, remembering, clock):
+        actions.start_turn(conversation_id=remembering["conversation_id"], message="bye", persona="guest:alice", edge="api",
+                           now=clock())
+
+        response = clear(client, remembering, htmx=True)
+
+        assert response.status_code == 409
+        assert len(facts(remembering)) == 2 and cleared_entries(remembering) == []
+        assert "Clear" not in memory_section(page(remembering).content.decode())
 
 
 class TestAttribution:
