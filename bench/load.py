@@ -21,7 +21,12 @@ import httpx
 import psycopg
 import websockets
 
-REPLY_TIMEOUT = 60.0
+# A reply waits behind every other customer's turn: 200 customers at a few turns/s take minutes.
+REPLY_TIMEOUT = 180.0
+CONNECT_ATTEMPTS = 5
+# Handshakes in flight at once: Daphne drops one it cannot finish within 5 s, as a loaded 2-core
+# machine may when hundreds arrive in the same instant; pages reconnect, and so do these customers.
+HANDSHAKES = 16
 
 
 @dataclass
@@ -32,6 +37,7 @@ class Customer:
     last_state: dict = field(default_factory=dict)
     last_seq: int = -1
     pushes: int = 0
+    reconnects: int = 0
     turn_seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -46,6 +52,7 @@ class LoadReport:
     lost: list[str]  # replies a socket never showed, or final states that differ from the database
     turn_seconds: list[float]
     pushes: int
+    reconnects: int = 0
 
     @property
     def turns_per_second(self) -> float:
@@ -89,8 +96,22 @@ def _replied(count: int):
     return lambda s: len(s.get("messages", [])) >= count and s.get("run_status") == "completed"
 
 
+async def _open_socket(customer: Customer, url: str, origin: str, gate: asyncio.Semaphore):
+    """Open the customer's websocket, reconnecting as the page does when a handshake is dropped."""
+    for attempt in range(CONNECT_ATTEMPTS):
+        try:
+            async with gate:
+                return await websockets.connect(url, origin=origin, open_timeout=30, max_size=None)
+        except (OSError, websockets.exceptions.InvalidHandshake, websockets.exceptions.InvalidMessage, TimeoutError) as exc:
+            customer.reconnects += 1
+            last = exc
+            await asyncio.sleep(0.2 * 2**attempt)
+    customer.errors.append(f"customer {customer.index}: websocket not opened after {CONNECT_ATTEMPTS} attempts: {last!r}")
+    return None
+
+
 async def _customer(customer: Customer, *, posts: httpx.AsyncClient, watch_url: str, origin: str, assistant_id: str,
-                    csrf: str, turns: int, message: str) -> None:
+                    csrf: str, turns: int, message: str, gate: asyncio.Semaphore) -> None:
     began = time.perf_counter()
     response = await posts.post("/start", data={"assistant": assistant_id, "message": f"{message} #{customer.index}.0",
                                                 "csrfmiddlewaretoken": csrf})
@@ -101,7 +122,10 @@ async def _customer(customer: Customer, *, posts: httpx.AsyncClient, watch_url: 
     customer.conversation_id = location.path.rstrip("/").split("/")[-1]
     customer.token = parse_qs(location.query)["token"][0]
     url = f"{watch_url}/ws/conversations/{customer.conversation_id}/?token={customer.token}&format=json"
-    async with websockets.connect(url, origin=origin, open_timeout=30, max_size=None) as socket:
+    socket = await _open_socket(customer, url, origin, gate)
+    if socket is None:
+        return
+    async with socket:
         watcher = asyncio.create_task(_watch(customer, socket))
         try:
             if not await _until(customer, _replied(2), what="the first reply"):
@@ -148,13 +172,14 @@ async def run_load(*, servers: list[str], database_url: str, assistant_id: str, 
     began = time.perf_counter()
     try:
         tokens = [await _csrf(c) for c in clients]
+        gate = asyncio.Semaphore(HANDSHAKES)
         jobs = []
         for person in people:
             post_at = person.index % len(servers)
             watch_at = (person.index + 1) % len(servers)
             watch = servers[watch_at].replace("http://", "ws://")
             jobs.append(_customer(person, posts=clients[post_at], watch_url=watch, origin=servers[watch_at],
-                                  assistant_id=assistant_id, csrf=tokens[post_at], turns=turns, message=message))
+                                  assistant_id=assistant_id, csrf=tokens[post_at], turns=turns, message=message, gate=gate))
         outcomes = await asyncio.gather(*jobs, return_exceptions=True)
     finally:
         for c in clients:
@@ -176,4 +201,5 @@ async def run_load(*, servers: list[str], database_url: str, assistant_id: str, 
     return LoadReport(
         customers=customers, turns=sum(len(p.turn_seconds) for p in people), seconds=seconds, errors=errors, lost=lost,
         turn_seconds=[s for p in people for s in p.turn_seconds], pushes=sum(p.pushes for p in people),
+        reconnects=sum(p.reconnects for p in people),
     )

@@ -19,6 +19,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -335,7 +336,7 @@ def section_turns(report: Report, database: ServerDatabase, *, quick: bool, prof
     if profile:
         run_profile(assistant)
 
-    turns = 80 if quick else 240
+    turns = 80 if quick else 160
     raw1 = raw_limit(database.url, commits_per_turn=counted.commits, turns=turns, connections=1)
     raw8 = raw_limit(database.url, commits_per_turn=counted.commits, turns=turns, connections=CONCURRENCY)
     seq = waypoint_turns(assistant, turns=turns, concurrency=1)
@@ -377,7 +378,7 @@ def run_profile(assistant) -> None:
 
 
 def section_peers(report: Report, database: ServerDatabase, *, quick: bool) -> None:
-    turns = 80 if quick else 160
+    turns = 80 if quick else 120
     waypoint = report.figures.get("waypoint1")
     waypoint8 = report.figures.get("waypoint8")
     for name, label in (("langgraph", "LangGraph + PostgresSaver (durability=sync)"), ("dbos", "DBOS workflow, 7 steps")):
@@ -463,7 +464,7 @@ def section_state(report: Report, *, quick: bool) -> None:
     cid, token = long_conversation(assistant, messages=1000)
     conversation = queries.conversation_for(cid)
     assert conversation.message_count == 1000, conversation.message_count
-    n = 50 if quick else 200
+    n = 50 if quick else 150
     client = Client()
     api = f"/v1/runner/conversation/{cid}/messages"
     try:
@@ -524,7 +525,7 @@ def section_push(report: Report, database: ServerDatabase, *, quick: bool) -> No
     from apps.conversations import actions, tokens
 
     sockets_n = 200
-    samples = 200 if quick else 400
+    samples = 100 if quick else 200
     assistant = bench_assistant()
     conversations = []
     for _ in range(sockets_n):
@@ -618,7 +619,7 @@ def section_load(report: Report, database: ServerDatabase, *, quick: bool) -> No
     from bench.load import run_load
 
     assistant = bench_assistant()
-    customers, turns = (200, 2) if quick else (200, 3)
+    customers, turns = 200, 2
     servers = [DaphneServer(database, env=server_env()) for _ in range(2)]
     for s in servers:
         s.start(wait=False)
@@ -631,10 +632,16 @@ def section_load(report: Report, database: ServerDatabase, *, quick: bool) -> No
     finally:
         for s in servers:
             s.stop()
+    for s in servers:
+        # The last lines of each server's own account of a failure, so a 500 is explained here.
+        raised = [line for line in s.output().splitlines() if re.match(r"^[A-Za-z_.]+(Error|Exception)\b", line)]
+        for line in sorted(set(raised))[:5]:
+            report.notes.append(f"load: Daphne on port {s.port} logged: {line[:300]}")
     row = report.latency_row(
         "load", f"{customers} customers × {turns} turns, 2 Daphne processes (send → reply on the socket)",
         result.turn_seconds, wall=result.seconds,
-        note=f"{len(result.errors)} errors, {len(result.lost)} lost or diverged, {result.pushes} pushes; "
+        note=f"{len(result.errors)} errors, {len(result.lost)} lost or diverged, {result.pushes} pushes, "
+             f"{result.reconnects} websocket reconnects; "
              f"RSS {rss[0]:.0f} / {rss[1]:.0f} MB",
     )
     report.figures.update(load_rate=row.rate or 0, load_errors=len(result.errors), load_lost=len(result.lost))
@@ -725,6 +732,7 @@ def targets_table(report: Report) -> str:
 def write_results(report: Report, *, seconds: float, argv: list[str]) -> None:
     facts = "\n".join(f"- **{k}**: {v}" for k, v in report.facts.items())
     notes = "\n".join(f"- {n}" for n in report.notes) or "- none"
+    history = (ROOT / "bench" / "before-after.md").read_text() if (ROOT / "bench" / "before-after.md").exists() else ""
     RESULTS.write_text(f"""# Benchmark results
 
 Written by `make bench` (`python -m bench.run {' '.join(argv)}`) in {seconds:.0f} s. Every figure
@@ -770,7 +778,8 @@ the end). Nothing here is asserted by the test suite; the targets are goals, rep
 ## Notes
 
 {notes}
-""")
+
+{history}""")
 
 
 SECTIONS = ("turns", "peers", "state", "push", "load", "verify")
