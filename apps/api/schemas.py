@@ -138,7 +138,38 @@ class ResultsIn(Schema):
 
 class TokenIn(Schema):
     persona: Persona
+    permissions: list[Permission] | None = Field(None, description="default: all the persona was admitted with")
+    edge: Literal["link", "widget", "api"] = Field("link", description="where the token will be used")
+
+
+class ParticipantIn(Schema):
+    persona: Persona
     permissions: list[Permission] | None = Field(None, description="default: all")
+
+
+class ParticipantOut(Schema):
+    persona: str
+    permissions: list[str] | None = Field(None, description="what the participant may do (admission)")
+    visibility: str | None = Field(None, description="the conversation's visibility after admission")
+    revoked_tokens: int | None = Field(None, description="tokens revoked by the removal")
+
+
+class MemoryFact(Schema):
+    fact_id: str
+    text: str
+    persona: str = Field(description="who the fact was remembered for")
+    turn_id: str
+    remembered_at: str | None
+
+
+class MemoryClearIn(Schema):
+    fact_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        None, description="the facts to clear; omitted: all of them"
+    )
+
+
+class MemoryClearOut(Schema):
+    cleared: Any = Field(description="the cleared facts")
 
 
 class TokenOut(Schema):

@@ -221,13 +221,81 @@ def continue_(request: HttpRequest, id: str = ConversationId, idempotency_key: s
     summary="Issue a conversation token for a persona", tags=["tokens"], openapi_extra=DOCUMENTED_HEADERS,
 )
 def issue_token(request: HttpRequest, payload: schemas.TokenIn, id: str = ConversationId):
-    """Issue a token that lets one persona view and act on this conversation (API key)."""
+    """
+    Issue a token that lets one persona view and act on this conversation (API key).
+
+    Only the owner of a private conversation, or a participant of a shared one (see
+    `…/participants`), can get a token, with at most the permissions it was admitted with.
+    """
+    from apps.people.actions import issue_participant_token
+
     principal = _principal(request)
     principal.require_api_key()
     conversation = _conversation(principal, id)
-    permissions = sorted(set(payload.permissions or tokens.ALL_PERMISSIONS), key=tokens.ALL_PERMISSIONS.index)
-    raw = tokens.issue(conversation_id=str(conversation.id), persona=payload.persona, edge="api", permissions=permissions)
-    return Status(201, {"token": raw, "persona": payload.persona, "permissions": permissions})
+    issued = issue_participant_token(
+        conversation_id=str(conversation.id), persona=payload.persona, by=principal.persona, now=timezone.now(),
+        edge=payload.edge, permissions=payload.permissions,
+    )
+    return Status(201, {"token": issued["token"], "persona": issued["persona"], "permissions": issued["permissions"]})
+
+
+@api.post(
+    "/agent/conversations/{id}/participants",
+    response={201: schemas.ParticipantOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Admit a participant (makes the conversation shared)", tags=["people"], openapi_extra=DOCUMENTED_HEADERS,
+)
+def add_participant(request: HttpRequest, payload: schemas.ParticipantIn, id: str = ConversationId):
+    """Admit a persona to the conversation with the given permissions (API key); logged as `participant_added`."""
+    from apps.people.actions import add_participant as admit
+
+    principal = _principal(request)
+    principal.require_api_key()
+    conversation = _conversation(principal, id)
+    admitted = admit(conversation_id=str(conversation.id), persona=payload.persona, by=principal.persona,
+                     now=timezone.now(), permissions=payload.permissions)
+    return Status(201, admitted)
+
+
+@api.post(
+    "/agent/conversations/{id}/participants/remove",
+    response={200: schemas.ParticipantOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Remove a participant and revoke its tokens", tags=["people"], openapi_extra=DOCUMENTED_HEADERS,
+)
+def remove_participant(request: HttpRequest, payload: schemas.ParticipantIn, id: str = ConversationId):
+    """Remove a participant (API key); every token it holds for this conversation is revoked."""
+    from apps.people.actions import remove_participant as remove
+
+    principal = _principal(request)
+    principal.require_api_key()
+    conversation = _conversation(principal, id)
+    return remove(conversation_id=str(conversation.id), persona=payload.persona, by=principal.persona, now=timezone.now())
+
+
+@api.get(
+    "/agent/conversations/{id}/memory",
+    response={200: list[schemas.MemoryFact], frozenset(ERRORS): schemas.ErrorOut},
+    summary="List what the agent remembers", tags=["people"], openapi_extra=DOCUMENTED_HEADERS,
+)
+def list_memory(request: HttpRequest, id: str = ConversationId):
+    """The facts the agent of this conversation remembers (the built-in `remember` tool), oldest first."""
+    from apps.workspaces.queries import list_memory as remembered
+
+    principal = _principal(request)
+    return remembered(_conversation(principal, id))
+
+
+@api.post(
+    "/agent/conversations/{id}/memory/clear",
+    response={200: schemas.MemoryClearOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Clear remembered facts", tags=["people"], openapi_extra=DOCUMENTED_HEADERS,
+)
+def clear_memory(request: HttpRequest, payload: schemas.MemoryClearIn, id: str = ConversationId):
+    """Clear all remembered facts, or the named ones; logged as `memory_cleared`; they never reach the model again."""
+    from apps.workspaces.actions import clear_memory as forget
+
+    principal = _principal(request)
+    conversation = _conversation(principal, id, "write")
+    return forget(conversation_id=str(conversation.id), persona=principal.persona, now=timezone.now(), fact_ids=payload.fact_ids)
 
 
 @api.post(

@@ -304,8 +304,9 @@ class TestResults:
     def test_a_view_only_token_may_not_answer(self, api):
         started = api.start("when can you deliver?")
         run_id, call_id = pending_call(api, started["conversation_id"])
-        issued = api.post(f"/v1/agent/conversations/{started['conversation_id']}/tokens",
-                          {"persona": "shop:viewer", "permissions": ["view"]}).json()
+        api.post(f"/v1/agent/conversations/{started['conversation_id']}/participants",
+                 {"persona": "shop:viewer", "permissions": ["view"]})
+        issued = api.post(f"/v1/agent/conversations/{started['conversation_id']}/tokens", {"persona": "shop:viewer"}).json()
 
         response = api.as_(issued["token"]).post(
             f"/v1/agent/conversations/{started['conversation_id']}/runs/{run_id}/results",
@@ -363,6 +364,7 @@ class TestContinue:
 class TestTokens:
     def test_an_issued_token_reads_the_conversation_as_its_persona(self, api):
         started = api.start()
+        api.post(f"/v1/agent/conversations/{started['conversation_id']}/participants", {"persona": "shop:agent-7"})
 
         issued = api.post(f"/v1/agent/conversations/{started['conversation_id']}/tokens", {"persona": "shop:agent-7"})
 
@@ -378,3 +380,48 @@ class TestTokens:
         assert revoked.status_code == 200 and revoked.json() == {"revoked": True}
         response = api.as_(started["token"]).get(path)
         assert response.status_code == 401 and error_code(response) == "unauthorized"
+
+
+class TestPeople:
+    def test_a_private_conversation_gives_no_token_to_a_stranger(self, api):
+        started = api.start()
+
+        response = api.post(f"/v1/agent/conversations/{started['conversation_id']}/tokens", {"persona": "shop:stranger"})
+
+        assert response.status_code == 403 and error_code(response) == "forbidden"
+
+    def test_a_participant_gets_no_more_than_it_was_admitted_with(self, api):
+        started = api.start()
+        path = f"/v1/agent/conversations/{started['conversation_id']}"
+        admitted = api.post(f"{path}/participants", {"persona": "shop:viewer", "permissions": ["view"]})
+
+        response = api.post(f"{path}/tokens", {"persona": "shop:viewer", "permissions": ["view", "approve"]})
+
+        assert admitted.status_code == 201 and api.state(started["conversation_id"])["visibility"] == "shared"
+        assert response.status_code == 403 and error_code(response) == "forbidden"
+
+    def test_removing_a_participant_revokes_its_token(self, api):
+        started = api.start()
+        path = f"/v1/agent/conversations/{started['conversation_id']}"
+        api.post(f"{path}/participants", {"persona": "shop:agent-7"})
+        token = api.post(f"{path}/tokens", {"persona": "shop:agent-7"}).json()["token"]
+
+        removed = api.post(f"{path}/participants/remove", {"persona": "shop:agent-7"})
+
+        assert removed.status_code == 200 and removed.json()["revoked_tokens"] == 1
+        assert api.as_(token).get(f"/v1/runner/conversation/{started['conversation_id']}/messages").status_code == 401
+
+
+class TestMemory:
+    def test_remembered_facts_are_listed_and_cleared(self, api):
+        assistant = api.create_assistant(model={"provider": "scripted", "rules": [
+            {"match": "remember", "steps": [{"call": "remember", "arguments": {"fact": "prefers email"}}, {"say": "Noted."}]}],
+            "fallback": [{"say": "I remember: {memory}"}]})
+        started = api.start("remember this", assistant=assistant)
+        path = f"/v1/agent/conversations/{started['conversation_id']}/memory"
+        listed = api.get(path).json()
+
+        cleared = api.post(f"{path}/clear", {})
+
+        assert [f["text"] for f in listed] == ["prefers email"]
+        assert cleared.status_code == 200 and api.get(path).json() == []
