@@ -27,6 +27,7 @@ CONNECT_ATTEMPTS = 5
 # Handshakes in flight at once: Daphne drops one it cannot finish within 5 s, as a loaded 2-core
 # machine may when hundreds arrive in the same instant; pages reconnect, and so do these customers.
 HANDSHAKES = 16
+IN_FLIGHT = 24  # HTTP requests in flight per server
 
 
 @dataclass
@@ -111,7 +112,8 @@ async def _open_socket(customer: Customer, url: str, origin: str, gate: asyncio.
 
 
 async def _customer(customer: Customer, *, posts: httpx.AsyncClient, watch_url: str, origin: str, assistant_id: str,
-                    csrf: str, turns: int, message: str, gate: asyncio.Semaphore) -> None:
+                    csrf: str, turns: int, message: str, gate: asyncio.Semaphore, everyone_done: asyncio.Event,
+                    converged: asyncio.Event) -> None:
     began = time.perf_counter()
     response = await posts.post("/start", data={"assistant": assistant_id, "message": f"{message} #{customer.index}.0",
                                                 "csrfmiddlewaretoken": csrf})
@@ -143,20 +145,45 @@ async def _customer(customer: Customer, *, posts: httpx.AsyncClient, watch_url: 
                 if not await _until(customer, _replied(2 * (turn + 1)), what=f"the reply to turn {turn}"):
                     return
                 customer.turn_seconds.append(time.perf_counter() - began)
+            # Keep watching until every customer is done, so each socket's last state can be
+            # compared with the database once nothing moves any more.
+            await everyone_done.wait()
+            await converged.wait()
         finally:
             watcher.cancel()
 
 
-def _database_truth(database_url: str, conversation_ids: list[str]) -> dict[str, tuple[int, list[str]]]:
+def _database_truth(database_url: str, conversation_ids: list[str]) -> dict[str, tuple[int, list[str], str]]:
     with psycopg.connect(database_url, autocommit=True) as conn:
         heads = dict(conn.execute("SELECT id::text, head_seq FROM conversations WHERE id::text = ANY(%s)", (conversation_ids,)).fetchall())
+        last_kinds = dict(conn.execute(
+            "SELECT DISTINCT ON (conversation_id) conversation_id::text, kind FROM ledger_event "
+            "WHERE conversation_id::text = ANY(%s) ORDER BY conversation_id, seq DESC", (conversation_ids,)).fetchall())
         texts: dict[str, list[str]] = {cid: [] for cid in conversation_ids}
         for cid, text in conn.execute(
             "SELECT conversation_id::text, text FROM chat_messages WHERE conversation_id::text = ANY(%s) ORDER BY conversation_id, seq",
             (conversation_ids,),
         ):
             texts[cid].append(text)
-    return {cid: (heads.get(cid, -1), texts[cid]) for cid in conversation_ids}
+    return {cid: (heads.get(cid, -1), texts[cid], last_kinds.get(cid, "")) for cid in conversation_ids}
+
+
+async def _all_turns_done(people: list[Customer], tasks: list[asyncio.Task], turns: int) -> None:
+    """Wait until every customer has its replies or has given up (each wait has its own deadline)."""
+    while not all(len(p.turn_seconds) == turns or p.errors or t.done() for p, t in zip(people, tasks, strict=True)):
+        await asyncio.sleep(0.2)
+
+
+async def _converge(people: list[Customer], database_url: str, *, seconds: float = 15.0) -> dict:
+    """Give open sockets up to `seconds` to show the database's final state; return that state."""
+    deadline = time.monotonic() + seconds
+    ids = [p.conversation_id for p in people if p.conversation_id]
+    while True:
+        truth = await asyncio.to_thread(_database_truth, database_url, ids)
+        behind = [p for p in people if p.conversation_id and p.last_seq != truth[p.conversation_id][0]]
+        if not behind or time.monotonic() > deadline:
+            return truth
+        await asyncio.sleep(0.2)
 
 
 async def run_load(*, servers: list[str], database_url: str, assistant_id: str, customers: int, turns: int,
@@ -167,35 +194,45 @@ async def run_load(*, servers: list[str], database_url: str, assistant_id: str, 
     `servers` are base URLs (http://127.0.0.1:PORT). Returns what went wrong, never raises for it.
     """
     people = [Customer(index=i) for i in range(customers)]
-    limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+    # Each request in flight holds a PostgreSQL connection in its Daphne process for as long as it
+    # runs; capped per server, as a load balancer's per-backend connection limit does, so two
+    # processes stay inside the database's max_connections (docs/scaling.md).
+    limits = httpx.Limits(max_connections=IN_FLIGHT, max_keepalive_connections=IN_FLIGHT)
     clients = [httpx.AsyncClient(base_url=url, timeout=REPLY_TIMEOUT, limits=limits) for url in servers]
     began = time.perf_counter()
     try:
         tokens = [await _csrf(c) for c in clients]
         gate = asyncio.Semaphore(HANDSHAKES)
+        everyone_done, converged = asyncio.Event(), asyncio.Event()
         jobs = []
         for person in people:
             post_at = person.index % len(servers)
             watch_at = (person.index + 1) % len(servers)
             watch = servers[watch_at].replace("http://", "ws://")
             jobs.append(_customer(person, posts=clients[post_at], watch_url=watch, origin=servers[watch_at],
-                                  assistant_id=assistant_id, csrf=tokens[post_at], turns=turns, message=message, gate=gate))
-        outcomes = await asyncio.gather(*jobs, return_exceptions=True)
+                                  assistant_id=assistant_id, csrf=tokens[post_at], turns=turns, message=message, gate=gate,
+                                  everyone_done=everyone_done, converged=converged))
+        tasks = [asyncio.create_task(job) for job in jobs]
+        running = asyncio.gather(*tasks, return_exceptions=True)
+        await _all_turns_done(people, tasks, turns)
+        seconds = time.perf_counter() - began
+        everyone_done.set()
+        truth = await _converge(people, database_url)
+        converged.set()
+        outcomes = await running
     finally:
         for c in clients:
             await c.aclose()
-    seconds = time.perf_counter() - began
     errors = [e for p in people for e in p.errors]
     errors += [f"customer {i}: {type(o).__name__}: {o}" for i, o in enumerate(outcomes) if isinstance(o, BaseException)]
     lost = []
     started = [p for p in people if p.conversation_id]
-    truth = await asyncio.to_thread(_database_truth, database_url, [p.conversation_id for p in started])
     for p in started:
-        head, texts = truth[p.conversation_id]
+        head, texts, last_kind = truth[p.conversation_id]
         shown = [m["text"] for m in p.last_state.get("messages", [])]
         if p.last_seq != head or shown != texts:
             lost.append(f"customer {p.index}: socket shows seq {p.last_seq} and {len(shown)} messages, "
-                        f"the database has seq {head} and {len(texts)}")
+                        f"the database has seq {head} (last entry {last_kind}) and {len(texts)}")
         if len(texts) != 2 * turns:
             lost.append(f"customer {p.index}: {len(texts)} messages stored, expected {2 * turns}")
     return LoadReport(
