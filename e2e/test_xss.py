@@ -11,7 +11,6 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from e2e.conftest import CHROMIUM, FLAGS, browser  # noqa: F401 - the shared Chromium fixture
 from tests.fakes.vendor import Vendor, completion, tool_call
 from tests.servers import DaphneServer, ServerDatabase
 
@@ -83,7 +82,7 @@ def xss_server(vendor):
 
 
 @pytest.fixture
-def page(browser):  # noqa: F811 - the imported fixture
+def page(browser):
     context = browser.new_context()
     page = context.new_page()
     dialogs: list[str] = []
