@@ -161,15 +161,21 @@ def messages(
     `304 Not Modified` while nothing changed.
     """
     conversation = _conversation(_principal(request), id)
-    state = queries.conversation_state(conversation, after_seq=after_seq)
-    etag = f'"{state["seq"]}"' if after_seq == 0 else f'"{state["seq"]}-{after_seq}"'
+
+    def tag(seq: int) -> str:
+        return f'"{seq}"' if after_seq == 0 else f'"{seq}-{after_seq}"'
+
+    # The state is a projection of the log, so the head names it: an unchanged head is answered
+    # before the state is built.
+    etag = tag(conversation.head_seq)
     sent = if_none_match or ""
     if sent and (sent.strip() == "*" or etag in parse_etags(sent) or f"W/{etag}" in parse_etags(sent)):
         not_modified = HttpResponse(status=304)
         not_modified["ETag"] = etag
         not_modified["Cache-Control"] = "no-cache"
         return not_modified
-    response["ETag"] = etag
+    state = queries.conversation_state(conversation, after_seq=after_seq)
+    response["ETag"] = tag(state["seq"])
     response["Cache-Control"] = "no-cache"
     return state
 

@@ -180,12 +180,13 @@ def conversation_page(request: HttpRequest, conversation_id: str) -> HttpRespons
 @require_safe
 def live(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id)
-    context = _context(request, _conversation(conversation_id), grant)
-    etag = f'"{context["state"]["seq"]}"'
-    if request.headers.get("If-None-Match") == etag:
-        return HttpResponse(status=304, headers={"ETag": etag})
+    conversation = _conversation(conversation_id)
+    # The page is a rendering of the log: an unchanged head is answered before anything is built.
+    if request.headers.get("If-None-Match") == f'"{conversation.head_seq}"':
+        return HttpResponse(status=304, headers={"ETag": f'"{conversation.head_seq}"'})
+    context = _context(request, conversation, grant)
     response = render(request, "widget/live.html", context)
-    response.headers["ETag"] = etag
+    response.headers["ETag"] = f'"{context["state"]["seq"]}"'
     response.headers["Cache-Control"] = "no-cache"
     return response
 

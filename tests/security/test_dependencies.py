@@ -3,9 +3,8 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
-
 from importlib.metadata import version
+from pathlib import Path
 
 import httpx
 import pytest
