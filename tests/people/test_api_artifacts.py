@@ -68,8 +68,9 @@ class TestAcknowledgeArtifact:
 
     def test_a_token_without_write_permission_may_not_acknowledge(self, api, reported):
         started, artifact = reported
-        viewer = api.post(f"/v1/agent/conversations/{started['conversation_id']}/tokens",
-                          {"persona": "shop:viewer", "permissions": ["view"]}).json()["token"]
+        api.post(f"/v1/agent/conversations/{started['conversation_id']}/participants",
+                 {"persona": "shop:viewer", "permissions": ["view"]})
+        viewer = api.post(f"/v1/agent/conversations/{started['conversation_id']}/tokens", {"persona": "shop:viewer"}).json()["token"]
 
         response = api.as_(viewer).post(ack_path(started["conversation_id"], artifact["artifact_id"]))
 
