@@ -13,7 +13,8 @@ def test_a_message_from_one_browser_appears_in_both(browser, waypoint_server, sc
     page_b.goto(page_a.url)
     expect(page_b.get_by_role("log")).to_contain_text("You said: Hello from Alice")
     expect(page_a.locator("#status")).to_have_attribute("data-run-status", "completed")
-    page_b.wait_for_function("document.getElementById('conversation').dataset.wsOpen === '1'")
+    # A locator wait, not wait_for_function: the page's CSP forbids evaluating strings.
+    expect(page_b.locator("#conversation")).to_have_attribute("data-ws-open", "1")
 
     page_b.get_by_label("Message").fill("And hello from Bob")
     page_b.get_by_role("button", name="Send").click()

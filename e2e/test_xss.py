@@ -119,7 +119,8 @@ class TestXssCorpus:
         wait_status(page, "completed")
         expect(page.get_by_role("log")).to_contain_text("You said: <script>window.__xss=1</script>")
         assert_nothing_ran(page)
-        page.wait_for_function("document.getElementById('conversation').dataset.wsOpen === '1'")
+        # A locator wait, not wait_for_function: the page's CSP forbids evaluating strings.
+        expect(page.locator("#conversation")).to_have_attribute("data-ws-open", "1")
 
         send(page, "tool results")
         expect(page.get_by_role("log")).to_contain_text("Result: ", timeout=15_000)
