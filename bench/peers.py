@@ -17,13 +17,30 @@ ROUNDS = 3
 CONVERSATION_TURNS = 10  # turns per conversation, as in the Waypoint measurement
 
 
-def _drive(turn: Callable[[str, int], None], *, turns: int, concurrency: int) -> dict:
-    """Run `turns` turns over `concurrency` threads, each on its own conversations, timing each turn."""
+def fan_out(worker: Callable[[], list[float]], *, threads: int) -> dict:
+    """Run `worker` on `threads` threads at once; gather the latencies each returns and the wall time."""
     latencies: list[float] = []
     lock = threading.Lock()
+
+    def run() -> None:
+        mine = worker()
+        with lock:
+            latencies.extend(mine)
+
+    pool = [threading.Thread(target=run) for _ in range(threads)]
+    began = time.perf_counter()
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return {"latencies": latencies, "wall": time.perf_counter() - began}
+
+
+def _drive(turn: Callable[[str, int], None], *, turns: int, concurrency: int) -> dict:
+    """Run `turns` turns over `concurrency` threads, each on its own conversations, timing each turn."""
     per_thread = turns // concurrency
 
-    def worker() -> None:
+    def worker() -> list[float]:
         mine = []
         conversation = ""
         for i in range(per_thread):
@@ -32,16 +49,9 @@ def _drive(turn: Callable[[str, int], None], *, turns: int, concurrency: int) ->
             began = time.perf_counter()
             turn(conversation, i)
             mine.append(time.perf_counter() - began)
-        with lock:
-            latencies.extend(mine)
+        return mine
 
-    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
-    began = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return {"latencies": latencies, "wall": time.perf_counter() - began}
+    return fan_out(worker, threads=concurrency)
 
 
 def langgraph(url: str, turns: int, concurrency: int) -> dict:

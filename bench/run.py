@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.peers import fan_out  # noqa: E402
 from tests.servers import DaphneServer, ServerDatabase  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
@@ -250,11 +251,9 @@ def waypoint_turns(assistant, *, turns: int, concurrency: int) -> dict:
     """`turns` turns over `concurrency` threads, each on its own conversations of CONVERSATION_TURNS turns."""
     from django.db import connection
 
-    latencies: list[float] = []
-    lock = threading.Lock()
     failures: list[BaseException] = []
 
-    def worker():
+    def worker() -> list[float]:
         mine = []
         try:
             conversation = ""
@@ -268,19 +267,12 @@ def waypoint_turns(assistant, *, turns: int, concurrency: int) -> dict:
             failures.append(exc)
         finally:
             connection.close()
-            with lock:
-                latencies.extend(mine)
+        return mine
 
-    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
-    began = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - began
+    measured = fan_out(worker, threads=concurrency)
     if failures:
         raise failures[0]
-    return {"latencies": latencies, "wall": wall}
+    return measured
 
 
 def raw_limit(url: str, *, commits_per_turn: int, turns: int, connections: int) -> dict:
@@ -296,10 +288,8 @@ def raw_limit(url: str, *, commits_per_turn: int, turns: int, connections: int) 
         conn.execute("CREATE TABLE IF NOT EXISTS raw_limit (id bigserial PRIMARY KEY, conversation uuid NOT NULL, "
                      "seq integer NOT NULL, payload text NOT NULL, UNIQUE (conversation, seq))")
     payload = json.dumps({"run_id": "run_" + "0" * 20, "text": "x" * 500})
-    latencies: list[float] = []
-    lock = threading.Lock()
 
-    def worker():
+    def worker() -> list[float]:
         mine = []
         with psycopg.connect(url) as conn:
             for _ in range(turns // connections):
@@ -310,16 +300,9 @@ def raw_limit(url: str, *, commits_per_turn: int, turns: int, connections: int) 
                                  (conversation, seq, payload))
                     conn.commit()
                 mine.append(time.perf_counter() - began)
-        with lock:
-            latencies.extend(mine)
+        return mine
 
-    threads = [threading.Thread(target=worker) for _ in range(connections)]
-    began = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return {"latencies": latencies, "wall": time.perf_counter() - began}
+    return fan_out(worker, threads=connections)
 
 
 def section_turns(report: Report, database: ServerDatabase, *, quick: bool, profile: bool) -> None:
