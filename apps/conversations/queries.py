@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connection
+from django.db.models import CharField, F, Func
+
 from apps.actions.models import ActionLog
 from apps.conversations.models import ChatMessage, Conversation
 from apps.ledger.store import iso
@@ -17,6 +20,29 @@ def _when(value) -> str | None:
     return iso(value) if value else None
 
 
+class IsoText(Func):
+    """A timestamp column as `iso()` writes it (UTC, microseconds, `+00:00`), formatted by PostgreSQL."""
+
+    output_field = CharField()
+    template = """to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')"""
+
+
+def _timestamp_text(field: str):
+    """
+    Return an expression for a timestamp column and the function that turns its values into text.
+
+    On PostgreSQL the database writes the text, which spares parsing a datetime per row only to
+    print it again; elsewhere the column is read as a datetime and printed with `iso()`.
+    """
+    if connection.vendor == "postgresql":
+        return IsoText(field), _same
+    return F(field), _when
+
+
+def _same(value):
+    return value
+
+
 def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dict[str, Any]:
     """
     Return the messages and the reconnect fields of a conversation.
@@ -24,20 +50,22 @@ def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dic
     Messages are only those of committed turns: an assistant message exists only once its turn's
     `turn_complete` committed, so a paused or interrupted turn never shows partial text.
     """
-    # Plain tuples, not model instances: a long conversation has thousands of messages and this
-    # runs on every page load, poll and websocket push.
+    # Plain tuples, not model instances, and times as text: a long conversation has thousands of
+    # messages and this runs on every page load, poll and websocket push.
+    created_at, text_of = _timestamp_text("created_at")
     messages = [
-        {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": author, "seq": seq, "created_at": _when(created_at)}
-        for id_, role, text, turn_id, author, seq, created_at in ChatMessage.objects.filter(
+        {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": author, "seq": seq, "created_at": text_of(created)}
+        for id_, role, text, turn_id, author, seq, created in ChatMessage.objects.filter(
             conversation_id=conversation.id, seq__gt=after_seq
-        ).order_by("seq").values_list("id", "role", "text", "turn_id", "author", "seq", "created_at")
+        ).order_by("seq").values_list("id", "role", "text", "turn_id", "author", "seq", created_at)
     ]
     run = WorkflowLog.objects.filter(conversation_id=conversation.id).order_by("-dispatched_seq").first()
     pending: list[dict[str, Any]] = []
     answered: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     if run is not None:
-        for usage in ToolUsageLog.objects.filter(run_id=run.run_id).order_by("requested_at", "id"):
+        usages = list(ToolUsageLog.objects.filter(run_id=run.run_id).order_by("requested_at", "id"))
+        for usage in usages:
             item = {
                 "call_id": usage.call_id,
                 "kind": KIND_NAMES[usage.kind],
@@ -52,7 +80,7 @@ def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dic
                     {**item, "status": usage.status, "output": usage.output, "answered_by": usage.answered_by,
                      "answered_at": _when(usage.answered_at)}
                 )
-        summary = tool_summary(run.run_id)
+        summary = tool_summary(run, usages=usages)
     return {
         "conversation_id": str(conversation.id),
         "conversation_status": conversation.status,
@@ -74,15 +102,20 @@ def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dic
     }
 
 
-def tool_summary(run_id: str) -> list[dict[str, str]]:
-    """Tool names and completion states of a run, from its tool usage and action logs."""
-    out = [
-        {"tool": u.tool, "kind": u.kind, "state": u.status}
-        for u in ToolUsageLog.objects.filter(run_id=run_id).order_by("requested_at", "id")
-    ]
+def tool_summary(run: WorkflowLog, *, usages: list[ToolUsageLog] | None = None) -> list[dict[str, str]]:
+    """
+    Tool names and completion states of a run, from its tool usage and action logs.
+
+    `usages`: the run's tool usage rows in request order, when the caller has read them already.
+    """
+    if usages is None:
+        usages = list(ToolUsageLog.objects.filter(run_id=run.run_id).order_by("requested_at", "id"))
+    out = [{"tool": u.tool, "kind": u.kind, "state": u.status} for u in usages]
+    # By conversation too: action logs are indexed by conversation, not by run.
     out += [
-        {"tool": a.tool, "kind": "server", "state": a.status}
-        for a in ActionLog.objects.filter(run_id=run_id).order_by("started_at", "id")
+        {"tool": tool, "kind": "server", "state": status}
+        for tool, status in ActionLog.objects.filter(conversation_id=run.conversation_id, run_id=run.run_id)
+        .order_by("started_at", "id").values_list("tool", "status")
     ]
     return out
 
