@@ -89,13 +89,18 @@ def _idempotency(principal: Principal, key: str | None, request: dict[str, Any])
     return actions.Idempotency(scope=principal.id, key=key, request=request)
 
 
-def _conversation(principal: Principal, conversation_id: str, permission: str = "view"):
+def _conversation_id(principal: Principal, conversation_id: str, permission: str = "view") -> str:
+    """:raises NotFound: a malformed id, or a token for another conversation"""
     try:
         conversation_id = str(uuid.UUID(conversation_id))
     except ValueError:
         raise NotFound("no such conversation") from None
     principal.check_conversation(conversation_id, permission)
-    conversation = queries.conversation_for(conversation_id)
+    return conversation_id
+
+
+def _conversation(principal: Principal, conversation_id: str, permission: str = "view", *, with_assistant: bool = True):
+    conversation = queries.conversation_for(_conversation_id(principal, conversation_id, permission), with_assistant=with_assistant)
     if conversation is None:
         raise NotFound("no such conversation")
     return conversation
@@ -180,20 +185,26 @@ def messages(
     The strong `ETag` names the log head (and `after_seq`); send it back as `If-None-Match` to get
     `304 Not Modified` while nothing changed.
     """
-    conversation = _conversation(_principal(request), id)
+    principal = _principal(request)
+    conversation_id = _conversation_id(principal, id)
 
     def tag(seq: int) -> str:
         return f'"{seq}"' if after_seq == 0 else f'"{seq}-{after_seq}"'
 
     # The state is a projection of the log, so the head names it: an unchanged head is answered
-    # before the state is built.
-    etag = tag(conversation.head_seq)
-    sent = if_none_match or ""
-    if sent and (sent.strip() == "*" or etag in parse_etags(sent) or f"W/{etag}" in parse_etags(sent)):
-        not_modified = HttpResponse(status=304)
-        not_modified["ETag"] = etag
-        not_modified["Cache-Control"] = "no-cache"
-        return not_modified
+    # from one read of the head, before the conversation is loaded or the state built.
+    if if_none_match:
+        head = queries.conversation_head(conversation_id)
+        if head is None:
+            raise NotFound("no such conversation")
+        etag = tag(head)
+        sent = parse_etags(if_none_match)
+        if if_none_match.strip() == "*" or etag in sent or f"W/{etag}" in sent:
+            not_modified = HttpResponse(status=304)
+            not_modified["ETag"] = etag
+            not_modified["Cache-Control"] = "no-cache"
+            return not_modified
+    conversation = _conversation(principal, conversation_id, with_assistant=False)
     state = queries.conversation_state(conversation, after_seq=after_seq)
     response["ETag"] = tag(state["seq"])
     response["Cache-Control"] = "no-cache"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.db import connection
@@ -120,12 +121,34 @@ def tool_summary(run: WorkflowLog, *, usages: list[ToolUsageLog] | None = None) 
     return out
 
 
-def conversation_for(conversation_id: str) -> Conversation | None:
-    """Return a conversation by id, or None for an unknown or malformed id."""
-    import uuid
+def conversation_for(conversation_id: str, *, with_assistant: bool = True) -> Conversation | None:
+    """
+    Return a conversation by id, or None for an unknown or malformed id.
 
-    try:
-        uuid.UUID(str(conversation_id))
-    except ValueError:
+    `with_assistant=False` leaves the assistant (and its configuration) unread until it is used.
+    """
+    if not _is_uuid(conversation_id):
         return None
-    return Conversation.objects.select_related("assistant").filter(id=conversation_id).first()
+    conversations = Conversation.objects.select_related("assistant") if with_assistant else Conversation.objects
+    return conversations.filter(id=conversation_id).first()
+
+
+def conversation_head(conversation_id: str) -> int | None:
+    """
+    Return the log head (`head_seq`) of a conversation, or None for an unknown or malformed id.
+
+    One indexed read of one column: the state is a projection of the log, so an unchanged head
+    answers a conditional read without building the state.
+    """
+    if not _is_uuid(conversation_id):
+        return None
+    heads = list(Conversation.objects.filter(id=conversation_id).values_list("head_seq", flat=True))
+    return heads[0] if heads else None
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True

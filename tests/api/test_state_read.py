@@ -44,3 +44,44 @@ class TestMessagesBody:
         assert body["pending_client_actions"][0]["kind"] == "approval"
         assert {"tool": "lookup_order", "kind": "server", "state": "succeeded"} in body["tool_summary"]
         assert body == StateOut.model_validate(body).model_dump()
+
+
+class TestConditionalRead:
+    def test_an_unchanged_head_is_answered_from_the_head_alone(self, api):
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        started = api.start()
+        path = messages_path(started["conversation_id"])
+        etag = api.get(path)["ETag"]
+
+        with CaptureQueriesContext(connection) as queries:
+            response = api.as_(started["token"]).get(path, headers={"If-None-Match": etag})
+
+        assert response.status_code == 304 and response["ETag"] == etag and response.content == b""
+        assert len(queries) == 2  # the token, the head
+        assert not any("chat_messages" in q["sql"] or "workflow_logs" in q["sql"] for q in queries)
+
+    def test_an_etag_for_an_unknown_conversation_is_not_found(self, api):
+        response = api.get(messages_path("5f0c5a52-5b38-4d59-9a4b-7f3f0e6e8a01"), headers={"If-None-Match": '"4"'})
+
+        assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+    def test_a_token_of_another_conversation_learns_nothing_from_an_etag(self, api):
+        mine, other = api.start(), api.start()
+        etag = api.get(messages_path(other["conversation_id"]))["ETag"]
+
+        response = api.as_(mine["token"]).get(messages_path(other["conversation_id"]), headers={"If-None-Match": etag})
+
+        assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+    def test_a_changed_head_gets_the_whole_state_with_the_new_etag(self, api):
+        started = api.start()
+        path = messages_path(started["conversation_id"])
+        etag = api.get(path)["ETag"]
+        api.post(f"/v1/agent/conversations/{started['conversation_id']}/turns", {"message": "again"})
+
+        response = api.get(path, headers={"If-None-Match": etag})
+
+        assert response.status_code == 200 and response["ETag"] == f'"{response.json()["seq"]}"' != etag
+        assert response.json()["messages"][-1]["text"] == "You said: again"
