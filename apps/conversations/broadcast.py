@@ -34,7 +34,15 @@ def _group_send(layer, group: str, message: dict) -> None:
     if isinstance(layer, InMemoryChannelLayer):
         async_to_sync(layer.group_send)(group, message)
         return
-    asyncio.run_coroutine_threadsafe(layer.group_send(group, message), _publisher()).result(timeout=PUBLISH_TIMEOUT_SECONDS)
+    # Not waited for: the writer goes on with its next step while the loop publishes, in order.
+    asyncio.run_coroutine_threadsafe(_published(layer, group, message), _publisher())
+
+
+async def _published(layer, group: str, message: dict) -> None:
+    try:
+        await asyncio.wait_for(layer.group_send(group, message), PUBLISH_TIMEOUT_SECONDS)
+    except Exception:  # noqa: BLE001 - best effort, as state_changed says: clients resync by seq
+        log.warning("push to %s failed; clients will resync by seq", group, exc_info=True)
 
 
 def group_name(conversation_id: str) -> str:
