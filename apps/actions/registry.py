@@ -47,6 +47,10 @@ class Action:
     name: str
     side_effecting: bool
     run: Callable[[ActionCall], Any]
+    # Changes nothing anywhere (no log entry, no file, no remote call): the runner may run it and
+    # commit it together with the model round that asked for it, since a crash before that commit
+    # only means deciding and running it again.
+    read_only: bool = False
 
 
 def _echo(call: ActionCall) -> Any:
@@ -191,14 +195,15 @@ def _write_artifact(call: ActionCall) -> Any:
 ACTIONS: dict[str, Action] = {
     a.name: a
     for a in (
-        Action("echo", side_effecting=False, run=_echo),
-        Action("fail", side_effecting=False, run=_fail),
+        Action("echo", side_effecting=False, read_only=True, run=_echo),
+        Action("fail", side_effecting=False, read_only=True, run=_fail),
+        # Not read-only: its start is committed first, so a long wait shows as progress.
         Action("sleep", side_effecting=False, run=_sleep),
         Action("webhook", side_effecting=True, run=_webhook),
         # Idempotent: a re-run writes the same file, or gets the call's artifact back.
         Action("write_file", side_effecting=False, run=_write_file),
-        Action("read_file", side_effecting=False, run=_read_file),
-        Action("list_files", side_effecting=False, run=_list_files),
+        Action("read_file", side_effecting=False, read_only=True, run=_read_file),
+        Action("list_files", side_effecting=False, read_only=True, run=_list_files),
         Action("write_artifact", side_effecting=False, run=_write_artifact),
     )
 }

@@ -41,6 +41,7 @@ from apps.ledger.types import (
     ConversationCompleted,
     ModelRound,
     QuestionRequest,
+    Recorded,
     TurnAmbiguous,
     TurnComplete,
     TurnExpired,
@@ -203,15 +204,8 @@ _journal = threading.local()
 
 def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, actor: str = "agent") -> list:
     with transaction.atomic():
-        conversation = Conversation.objects.select_for_update(no_key=True).only("head_seq", "head_hash").get(id=conversation_id)
         recorded = store.append(
-            conversation_id=conversation_id,
-            events=events,
-            turn_id=turn_id,
-            actor=actor,
-            now=timezone.now(),
-            head=(conversation.head_seq, conversation.head_hash),
-            lease=held.token,
+            conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor, now=timezone.now(), lease=held.token
         )
     written = getattr(_journal, "written", None)
     if written is not None:
@@ -227,6 +221,8 @@ def _turn_events(conversation_id: str, turn_id: str, known: list) -> list:
     log (no gap in `seq`, so no other writer appended in between); otherwise the log is read.
     """
     written, _journal.written = getattr(_journal, "written", None) or [], []
+    if known and not written:
+        return known  # nothing committed since (a model round waiting for its action)
     seqs = [r.seq for r in written]
     if known and written and seqs == list(range(known[-1].seq + 1, known[-1].seq + 1 + len(written))) and all(
         r.turn_id == turn_id for r in written
@@ -258,6 +254,10 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
 
     `retry` ("recovery" or "takeover") says the run resumes after its writer died: it records
     `turn_retried` (attempt, last committed seq) before its next step.
+
+    A model round whose next step is a read-only action (or a tool that only writes the log) is
+    committed together with that action's start and finish: one transaction instead of three.
+    A crash before that commit loses nothing that was done, only work to do again.
     """
     cid = str(run.conversation_id)
     conversation = Conversation.objects.select_related("assistant").get(id=cid)
@@ -270,17 +270,29 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
          "parameters": {"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]}},
     ]
     events: list = []
+    deferred: list = []  # decided but not yet committed: a model round waiting for its read-only action
     before = None  # the committed messages before this turn: they never change while it runs
     _journal.written = []
+
+    def commit(new: list) -> None:
+        nonlocal deferred
+        batch, deferred = [*deferred, *new], []
+        _append(cid, run.turn_id, batch, held)
+        if any(isinstance(e, ModelRound) for e in batch):
+            faults.reach("after_model_round")
+
     while True:
         events = _turn_events(cid, run.turn_id, events)
-        state = turns.turn_state(events)
+        state = turns.turn_state(events + [_provisional(e, run.turn_id) for e in deferred])
         budget = turns.effective_budget(settings.WAYPOINT_STEP_BUDGET, config, state)
         step = turns.next_step(state, config, budget)
+        if deferred and not _joins_model_round(step):
+            commit([])
+            continue
         marker = _retry_marker(retry, run, events, state, step)
         retry = ""
         if marker is not None:
-            _append(cid, run.turn_id, [marker], held)
+            commit([marker])
             continue
         if isinstance(step, turns.Done | turns.Wait):
             return
@@ -294,54 +306,52 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
             try:
                 answer = provider.complete(request, on_draft=partial(broadcast.draft_changed, cid, run.run_id, events[-1].seq))
             except ModelFailed as exc:
-                _append(cid, run.turn_id, [TurnFailed(run_id=run.run_id, error=str(exc))], held)
+                commit([TurnFailed(run_id=run.run_id, error=str(exc))])
                 return
-            number = len(state.rounds) + 1
-            _append(
-                cid,
-                run.turn_id,
-                [
-                    ModelRound(
-                        run_id=run.run_id,
-                        round=number,
-                        text=answer.text,
-                        calls=[c.as_dict() for c in answer.calls] if not step.closing else [],
-                        usage=answer.usage,
-                        closing=step.closing,
-                    )
-                ],
-                held,
+            deferred.append(
+                ModelRound(
+                    run_id=run.run_id,
+                    round=len(state.rounds) + 1,
+                    text=answer.text,
+                    calls=[c.as_dict() for c in answer.calls] if not step.closing else [],
+                    usage=answer.usage,
+                    closing=step.closing,
+                )
             )
-            faults.reach("after_model_round")
         elif isinstance(step, turns.RequestClient):
-            _append(cid, run.turn_id, [_request_event(run, state, config, c) for c in step.calls], held)
+            commit([_request_event(run, state, config, c) for c in step.calls])
             return
         elif isinstance(step, turns.RunAction):
-            _run_action(cid, run, step, held)
+            _run_action(cid, run, step, held, commit)
         elif isinstance(step, turns.Ambiguous):
             call = step.call
-            _append(
-                cid,
-                run.turn_id,
-                [TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool, idempotency_key=f"{run.turn_id}:{call.call_id}")],
-                held,
-            )
+            commit([TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool, idempotency_key=f"{run.turn_id}:{call.call_id}")])
             return
         elif isinstance(step, turns.EvaluateCompletion):
-            _append(
-                cid,
-                run.turn_id,
-                [CompletionRequested(run_id=run.run_id, call_id=step.call.call_id, outcome=step.outcome, reason=step.reason)],
-                held,
-            )
+            commit([CompletionRequested(run_id=run.run_id, call_id=step.call.call_id, outcome=step.outcome, reason=step.reason)])
         elif isinstance(step, turns.Finish):
             faults.reach("before_batch_two")
             batch_two = [TurnComplete(run_id=run.run_id, message_id=new_id("msg"), text=step.text, fallback=step.fallback)]
             if step.complete_conversation:
                 batch_two.append(ConversationCompleted(run_id=run.run_id))
-            _append(cid, run.turn_id, batch_two, held)
+            commit(batch_two)
             faults.reach("after_batch_two")
             return
+
+
+def _provisional(event, turn_id: str) -> Recorded:
+    """A decided entry as the planner sees it before it is committed."""
+    return Recorded(seq=0, kind=event.kind, turn_id=turn_id, actor="agent", created_at="", payload=event.payload())
+
+
+def _joins_model_round(step: turns.Step) -> bool:
+    """Whether a step may commit together with the model round before it (see execute_run)."""
+    if not isinstance(step, turns.RunAction):
+        return False
+    if step.tool is None or step.tool.get("kind") == "builtin" or step.call.tool in BUILTIN_TOOLS:
+        return True  # only log entries: remember, or an unknown tool's failure
+    action = ACTIONS.get(step.tool.get("action", ""))
+    return action is not None and action.read_only
 
 
 def _history(conversation_id: str, dispatched_seq: int, state: turns.TurnState) -> tuple[list[dict[str, str]], str]:
@@ -375,14 +385,13 @@ def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call:
     return ClientActionRequested(run_id=run.run_id, call_id=call.call_id, tool=call.tool, arguments=call.arguments, expires_at=expires_at)
 
 
-def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held) -> None:
+def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held, commit) -> None:
     call = step.call
     if call.tool == "remember":
-        events = workspace_actions.remember_call(
+        commit(workspace_actions.remember_call(
             conversation_id=cid, run_id=run.run_id, turn_id=run.turn_id, call_id=call.call_id, arguments=call.arguments,
             persona=run.caller,
-        )
-        _append(cid, run.turn_id, events, held)
+        ))
         return
     if step.tool is None or step.tool.get("kind") == "builtin" or call.tool in BUILTIN_TOOLS:
         error = f"unknown tool {call.tool!r}"
@@ -391,26 +400,21 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
         started = ActionStarted(run_id=run.run_id, call_id=call.call_id, tool=call.tool, action="", arguments=call.arguments,
                                 side_effecting=False, idempotency_key=f"{run.turn_id}:{call.call_id}", attempt=step.attempt)
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=error)
-        _append(cid, run.turn_id, [started, finished], held)
+        commit([started, finished])
         return
     action = ACTIONS[step.tool["action"]]
-    _append(
-        cid,
-        run.turn_id,
-        [
-            ActionStarted(
-                run_id=run.run_id,
-                call_id=call.call_id,
-                tool=call.tool,
-                action=action.name,
-                arguments=call.arguments,
-                side_effecting=action.side_effecting,
-                idempotency_key=f"{run.turn_id}:{call.call_id}",
-                attempt=step.attempt,
-            )
-        ],
-        held,
+    started = ActionStarted(
+        run_id=run.run_id,
+        call_id=call.call_id,
+        tool=call.tool,
+        action=action.name,
+        arguments=call.arguments,
+        side_effecting=action.side_effecting,
+        idempotency_key=f"{run.turn_id}:{call.call_id}",
+        attempt=step.attempt,
     )
+    if not action.read_only:
+        commit([started])  # before the action runs: a crash then leaves a start without a finish
     try:
         if "_malformed_arguments" in call.arguments:
             raise ActionError("the tool call's arguments were not valid JSON; call it again with a JSON object")
@@ -423,7 +427,7 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=type(exc).__name__)
     if action.side_effecting:
         faults.reach("during_action")
-    _append(cid, run.turn_id, [finished], held)
+    commit([started, finished] if action.read_only else [finished])
 
 
 # --- recovery ----------------------------------------------------------------------------------
