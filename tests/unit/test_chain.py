@@ -1,5 +1,9 @@
 import base64
 import dataclasses
+import random
+
+import pytest
+import rfc8785
 
 from apps.ledger import chain
 
@@ -88,3 +92,92 @@ class TestVerifyChain:
         result = chain.verify_chain(entries, KEYS)
 
         assert not result.ok and result.first_bad_seq == 1 and "canonical" in result.problem
+
+
+PAYLOADS = [
+    {},
+    {"text": "plain"},
+    {"text": "caf\u00e9 \u65e5\u672c \U0001f600 \u2028\u2029 \x7f \ufeff"},
+    {"text": 'quote " backslash \\ slash / tab \t newline \n cr \r bs \b ff \f nul \x00 unit \x1f'},
+    {"\U0001f600": 1, "\ue000": 2, "a": 3, "B": 4, "": 5, "\u00e9": 6},  # UTF-16 order differs from code points
+    {"ints": [0, -0, 1, -1, 2**53 - 1, -(2**53) + 1, 10**15]},
+    {"floats": [0.0, -0.0, 1.0, -1.5, 0.1, 1e21, 1e20, 1e-7, 1e-6, 123456789.125, 5e-324, 1.7976931348623157e308]},
+    {"nested": {"z": [{"b": None, "a": [True, False, []]}, {}], "a": {"deeper": {"deepest": ["x", 1, 2.5]}}}},
+    {"arguments": {"order_id": "A-1", "round": 3}, "call_id": "call_1", "tool": "lookup_order", "ok": True},
+]
+
+
+def _random_value(rng: random.Random, depth: int) -> object:
+    pick = rng.randrange(9 if depth < 4 else 6)
+    if pick == 0:
+        return rng.choice([None, True, False])
+    if pick == 1:
+        return rng.randint(-(2**53) + 1, 2**53 - 1)
+    if pick == 2:
+        return rng.choice([rng.uniform(-1e6, 1e6), rng.random() * 10 ** rng.randint(-30, 30), float(rng.randint(-99, 99))])
+    if pick in (3, 4, 5):
+        return _random_text(rng)
+    if pick in (6, 7):
+        return {_random_text(rng): _random_value(rng, depth + 1) for _ in range(rng.randrange(5))}
+    return [_random_value(rng, depth + 1) for _ in range(rng.randrange(5))]
+
+
+def _random_text(rng: random.Random) -> str:
+    """Mostly printable ASCII with now and then one character that must be escaped or is not ASCII."""
+    ranges = [(0x00, 0x20), (0x7F, 0x800), (0x800, 0xD800), (0xE000, 0x10000), (0x10000, 0x110000)]
+    out = []
+    for _ in range(rng.randrange(12)):
+        if rng.random() < 0.8:
+            out.append(chr(rng.randrange(0x20, 0x7F)))
+        else:
+            low, high = rng.choice(ranges)
+            out.append(chr(rng.randrange(low, high)))
+    return "".join(out)
+
+
+class TestCanonicalFromText:
+    FIELDS = {"partition": "conv-x", "seq": 7, "kind": "model_round", "turn_id": "turn_1", "actor": "agent",
+              "created_at": "2026-11-30T12:00:00.123456+00:00"}
+
+    @pytest.mark.parametrize("payload", PAYLOADS)
+    def test_is_byte_for_byte_canonical_of_the_parsed_payload(self, payload):
+        text = rfc8785.dumps(payload).decode("utf-8")
+
+        assert chain.canonical_from_text(**self.FIELDS, payload_text=text) == chain.canonical(**self.FIELDS, payload=payload)
+
+    @pytest.mark.parametrize("fields", [
+        {"actor": "okta:acme:al\u00efce@acme.com", "turn_id": ""},
+        {"actor": 'ops:"quoted"\\back', "kind": "repair", "seq": 1},
+        {"actor": "ops:back\\slash", "turn_id": "turn/1"},
+        {"actor": "ops:\"quoted\"", "kind": "kind\u007f"},
+        {"actor": "x\ny\u0001\u007f", "turn_id": "turn_\U0001f600", "seq": 2**53 - 1},
+        {"partition": "conv-3bc02855-594b-4ef3-8f52-7a6262155a00", "created_at": "2026-11-30T12:00:00+05:30"},
+    ])
+    def test_writes_every_other_field_as_canonical_does(self, fields):
+        payload = PAYLOADS[-1]
+        both = {**self.FIELDS, **fields}
+
+        assert chain.canonical_from_text(**both, payload_text=rfc8785.dumps(payload).decode("utf-8")) == chain.canonical(
+            **both, payload=payload
+        )
+
+    def test_agrees_with_canonical_on_random_payloads(self):
+        rng = random.Random(8785)
+        payloads = [{_random_text(rng): _random_value(rng, 0) for _ in range(rng.randrange(1, 6))} for _ in range(500)]
+        fields = [{**self.FIELDS, "actor": _random_text(rng), "turn_id": _random_text(rng), "seq": rng.randint(1, 10**9)}
+                  for _ in payloads]
+
+        mismatched = [
+            payload for payload, f in zip(payloads, fields, strict=True)
+            if chain.canonical_from_text(**f, payload_text=rfc8785.dumps(payload).decode("utf-8")) != chain.canonical(**f, payload=payload)
+        ]
+
+        assert mismatched == []
+
+    def test_any_other_spelling_of_the_payload_gives_other_bytes(self):
+        payload = {"n": 1, "text": "message 1"}
+
+        respelled = [chain.canonical_from_text(**self.FIELDS, payload_text=text)
+                     for text in ('{"n": 1, "text": "message 1"}', '{"text":"message 1","n":1}', '{"n":1.0,"text":"message 1"}')]
+
+        assert chain.canonical(**self.FIELDS, payload=payload) not in respelled
