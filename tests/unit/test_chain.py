@@ -93,6 +93,69 @@ class TestVerifyChain:
 
         assert not result.ok and result.first_bad_seq == 1 and "canonical" in result.problem
 
+    def test_a_re_spelled_payload_is_named_even_when_json_reads_what_rfc8785_refuses(self):
+        entries = _entries(2, KEY)
+        entries[1] = dataclasses.replace(entries[1], payload={"text": "message 2", "n": float("nan")},
+                                         payload_text='{"n":NaN,"text":"message 2"}')
+
+        result = chain.verify_chain(entries, KEYS)
+
+        assert not result.ok and result.first_bad_seq == 2 and "canonical" in result.problem
+
+    def test_names_a_forged_signature_before_a_later_changed_payload(self):
+        entries = _entries(5, KEY)
+        entries[1] = dataclasses.replace(entries[1], signature=entries[2].signature)
+        entries[3] = dataclasses.replace(entries[3], payload={"text": "changed", "n": 4})
+
+        result = chain.verify_chain(entries, KEYS)
+
+        assert (result.ok, result.checked, result.first_bad_seq, result.problem) == (False, 1, 2, "signature does not verify")
+
+    def test_names_a_changed_payload_before_a_later_forged_signature(self):
+        entries = _entries(5, KEY)
+        entries[1] = dataclasses.replace(entries[1], payload={"text": "changed", "n": 2})
+        entries[3] = dataclasses.replace(entries[3], signature=entries[2].signature)
+
+        result = chain.verify_chain(entries, KEYS)
+
+        assert (result.ok, result.first_bad_seq, result.problem) == (False, 2, "hash does not match the content")
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return _entries(3 * 500 + 7, KEY)
+
+
+class TestVerifyLongChain:
+    """Signatures are checked in chunks on several threads; the first bad one must still be the one named."""
+
+    @pytest.fixture(autouse=True)
+    def threads(self, monkeypatch):
+        monkeypatch.setattr(chain, "_THREADS", 2)
+
+    def test_accepts_it_untouched(self, entries):
+        assert chain.verify_chain(entries, KEYS) == chain.VerifyResult(True, len(entries))
+
+    @pytest.mark.parametrize("forged", [[1], [500], [501], [1507], [1200, 40], [1001, 999], [1400, 1500, 1300]])
+    def test_names_the_first_forged_signature(self, entries, forged):
+        changed = list(entries)
+        for seq in forged:
+            changed[seq - 1] = dataclasses.replace(changed[seq - 1], signature=entries[seq % len(entries)].signature)
+
+        result = chain.verify_chain(changed, KEYS)
+
+        assert (result.ok, result.checked, result.first_bad_seq) == (False, min(forged) - 1, min(forged))
+        assert result.problem == "signature does not verify"
+
+    def test_a_forged_signature_after_a_broken_link_is_not_the_one_named(self, entries):
+        changed = list(entries)
+        changed[1300] = dataclasses.replace(changed[1300], signature=entries[0].signature)
+        changed[700] = dataclasses.replace(changed[700], prev_hash=chain.GENESIS)
+
+        result = chain.verify_chain(changed, KEYS)
+
+        assert (result.first_bad_seq, result.problem) == (701, "prev_hash does not link to the entry before")
+
 
 PAYLOADS = [
     {},
