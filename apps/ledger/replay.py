@@ -161,17 +161,19 @@ def replay(conversation_id: str) -> ReplayReport:
 
 def stored_entries(conversation_id: str) -> list[chain.StoredEntry]:
     """The raw entries of a partition in stored order; an unreadable payload is kept as its text."""
+    partition = f"conv-{conversation_id}"
+    rows = Event.objects.filter(conversation_id=conversation_id).order_by("seq", "id").values_list(
+        "seq", "kind", "turn_id", "payload", "actor", "created_at", "prev_hash", "hash", "signature", "key_id"
+    )
     out = []
-    for e in Event.objects.filter(conversation_id=conversation_id).order_by("seq", "id"):
+    for seq, kind, turn_id, text, actor, created_at, prev_hash, digest, signature, key_id in rows:
         try:
-            payload: Any = json.loads(e.payload)
+            payload: Any = json.loads(text)
         except ValueError:
-            payload = e.payload
+            payload = text
         out.append(
             chain.StoredEntry(
-                partition=f"conv-{conversation_id}", seq=e.seq, kind=e.kind, turn_id=e.turn_id, payload=payload,
-                actor=e.actor, created_at=iso(e.created_at), prev_hash=e.prev_hash, hash=e.hash,
-                signature=e.signature, key_id=e.key_id, payload_text=e.payload,
+                partition, seq, kind, turn_id, payload, actor, iso(created_at), prev_hash, digest, signature, key_id, text
             )
         )
     return out
