@@ -180,10 +180,15 @@ def conversation_page(request: HttpRequest, conversation_id: str) -> HttpRespons
 @require_safe
 def live(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id)
+    # The page is a rendering of the log: an unchanged head is answered from one read of the head,
+    # before the conversation is loaded or anything built.
+    if sent := request.headers.get("If-None-Match"):
+        head = queries.conversation_head(conversation_id)
+        if head is None:
+            raise Http404("no such conversation")
+        if sent == f'"{head}"':
+            return HttpResponse(status=304, headers={"ETag": f'"{head}"'})
     conversation = _conversation(conversation_id)
-    # The page is a rendering of the log: an unchanged head is answered before anything is built.
-    if request.headers.get("If-None-Match") == f'"{conversation.head_seq}"':
-        return HttpResponse(status=304, headers={"ETag": f'"{conversation.head_seq}"'})
     context = _context(request, conversation, grant)
     response = render(request, "widget/live.html", context)
     response.headers["ETag"] = f'"{context["state"]["seq"]}"'
