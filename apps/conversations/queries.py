@@ -142,8 +142,16 @@ def conversation_head(conversation_id: str) -> int | None:
     """
     if not _is_uuid(conversation_id):
         return None
-    heads = list(Conversation.objects.filter(id=conversation_id).values_list("head_seq", flat=True))
-    return heads[0] if heads else None
+    # Plain SQL: pollers ask this every few seconds, and building the ORM query costs several times
+    # what PostgreSQL spends reading one column by primary key.
+    pk, quote = Conversation._meta.pk, connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT head_seq FROM {quote(Conversation._meta.db_table)} WHERE {quote(pk.column)} = %s",
+            [pk.get_db_prep_value(conversation_id, connection)],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def _is_uuid(value: str) -> bool:
