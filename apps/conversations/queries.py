@@ -28,20 +28,16 @@ class IsoText(Func):
     template = """to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')"""
 
 
-def _timestamp_text(field: str):
+def _timestamp_text(field: str) -> tuple[Func | F, bool]:
     """
-    Return an expression for a timestamp column and the function that turns its values into text.
+    Return an expression for a timestamp column, and whether the database returns it as text.
 
     On PostgreSQL the database writes the text, which spares parsing a datetime per row only to
-    print it again; elsewhere the column is read as a datetime and printed with `iso()`.
+    print it again; elsewhere the column is read as a datetime, to be printed with `iso()`.
     """
     if connection.vendor == "postgresql":
-        return IsoText(field), _same
-    return F(field), _when
-
-
-def _same(value):
-    return value
+        return IsoText(field), True
+    return F(field), False
 
 
 def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dict[str, Any]:
@@ -53,13 +49,16 @@ def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dic
     """
     # Plain tuples, not model instances, and times as text: a long conversation has thousands of
     # messages and this runs on every page load, poll and websocket push.
-    created_at, text_of = _timestamp_text("created_at")
+    created_at, as_text = _timestamp_text("created_at")
     messages = [
-        {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": author, "seq": seq, "created_at": text_of(created)}
+        {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": author, "seq": seq, "created_at": created}
         for id_, role, text, turn_id, author, seq, created in ChatMessage.objects.filter(
             conversation_id=conversation.id, seq__gt=after_seq
         ).order_by("seq").values_list("id", "role", "text", "turn_id", "author", "seq", created_at)
     ]
+    if not as_text:
+        for message in messages:
+            message["created_at"] = _when(message["created_at"])
     run = WorkflowLog.objects.filter(conversation_id=conversation.id).order_by("-dispatched_seq").first()
     pending: list[dict[str, Any]] = []
     answered: list[dict[str, Any]] = []
