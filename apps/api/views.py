@@ -217,7 +217,7 @@ def messages(
     summary="Answer pending client actions", tags=["conversations"], openapi_extra=DOCUMENTED_HEADERS,
 )
 def results(
-    request: HttpRequest, payload: schemas.ResultsIn, id: str = ConversationId,
+    request: HttpRequest, response: HttpResponse, payload: schemas.ResultsIn, id: str = ConversationId,
     run_id: str = Path(..., description="the run whose calls you answer (`run_id` of the state)"),
 ):
     """
@@ -235,7 +235,7 @@ def results(
         persona=principal.acting_as(payload.persona), permissions=principal.permissions, now=timezone.now(),
     )
     conversation.refresh_from_db()
-    return {**acceptance.as_dict(), "state": queries.conversation_state(conversation)}
+    return _json(response, {**acceptance.as_dict(), "state": queries.conversation_state(conversation)})
 
 
 @api.post(

@@ -85,3 +85,21 @@ class TestConditionalRead:
 
         assert response.status_code == 200 and response["ETag"] == f'"{response.json()["seq"]}"' != etag
         assert response.json()["messages"][-1]["text"] == "You said: again"
+
+
+class TestResultsBody:
+    def test_is_what_the_declared_schema_gives(self, api):
+        from apps.api.schemas import ResultsOut
+
+        started = api.start("when can you deliver? Zürich ✓")
+        state = api.state(started["conversation_id"])
+
+        response = api.post(
+            f"/v1/agent/conversations/{started['conversation_id']}/runs/{state['run_id']}/results",
+            {"results": [{"call_id": state["pending_client_actions"][0]["call_id"], "output": {"date": "2026-12-24"}}]},
+        )
+
+        body = response.json()
+        assert response.status_code == 200 and response["Content-Type"] == "application/json; charset=utf-8"
+        assert body["state"]["answered_client_actions"] and body["run_resumes"] is True
+        assert body == ResultsOut.model_validate(body).model_dump()
