@@ -158,16 +158,17 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
     try:
         # A holder that never released the lease died mid-drive: its run resumes as a retry too.
         retry = "recovery" if recovering else "takeover" if held.previous_holder else ""
-        while True:
-            run = _oldest_running(conversation_id)
-            if run is None:
-                drained = True
-                break
+        run = _oldest_running(conversation_id)
+        while run is not None:
             execute_run(run, held, retry=retry)
             retry = ""
-            if WorkflowLog.objects.filter(run_id=run.run_id, status="running").exists():
+            after = _oldest_running(conversation_id)
+            if after is not None and after.run_id == run.run_id:
                 log.error("run %s made no progress; leaving it for recovery", run.run_id)
                 break
+            run = after
+        else:
+            drained = True
     except LeaseLost:
         log.warning("lost the lease of conversation %s; another process continues", conversation_id)
     finally:
@@ -203,32 +204,45 @@ _journal = threading.local()
 
 
 def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, actor: str = "agent") -> list:
-    with transaction.atomic():
-        recorded = store.append(
-            conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor, now=timezone.now(), lease=held.token
-        )
+    known = getattr(_journal, "head", None)
+    guess = known[1] if known is not None and known[0] == conversation_id else None
+    while True:
+        try:
+            with transaction.atomic():
+                recorded, head = store.append_on(
+                    guess, conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor,
+                    now=timezone.now(), lease=held.token,
+                )
+            break
+        except store.HeadMoved:
+            guess = None  # someone else appended (or took the lease): lock the row and see
+    _journal.head = (conversation_id, head)
     written = getattr(_journal, "written", None)
     if written is not None:
         written.extend(recorded)
     return recorded
 
 
-def _turn_events(conversation_id: str, turn_id: str, known: list) -> list:
+def _turn_events(conversation_id: str, turn_id: str, known: list) -> tuple[list, bool]:
     """
     Return the turn's entries: `known` plus what this thread appended since, or the log read afresh.
 
     The entries just appended are used only when they directly follow `known` in the conversation's
-    log (no gap in `seq`, so no other writer appended in between); otherwise the log is read.
+    log (no gap in `seq`, so no other writer appended in between); otherwise the log is read. The
+    flag says whether anything but this thread's own turn entries may have been written since.
     """
     written, _journal.written = getattr(_journal, "written", None) or [], []
     if known and not written:
-        return known  # nothing committed since (a model round waiting for its action)
+        return known, False  # nothing committed since (a model round waiting for its action)
     seqs = [r.seq for r in written]
     if known and written and seqs == list(range(known[-1].seq + 1, known[-1].seq + 1 + len(written))) and all(
         r.turn_id == turn_id for r in written
     ):
-        return known + written
-    return store.read(conversation_id, turn_id=turn_id)
+        return known + written, any(r.kind in MEMORY_KINDS for r in written)
+    return store.read(conversation_id, turn_id=turn_id), True
+
+
+MEMORY_KINDS = frozenset({"memory_remembered", "memory_cleared"})
 
 
 BATCH_ONE_KINDS = frozenset({"turn_dispatched", "ingress_directive"})
@@ -273,6 +287,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
     deferred: list = []  # decided but not yet committed: a model round waiting for its read-only action
     before = None  # the committed messages before this turn: they never change while it runs
     _journal.written = []
+    _journal.head = None
 
     def commit(new: list) -> None:
         nonlocal deferred
@@ -281,8 +296,11 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
         if any(isinstance(e, ModelRound) for e in batch):
             faults.reach("after_model_round")
 
+    facts: list[str] | None = None  # the remembered facts, read again only when the log may have changed them
     while True:
-        events = _turn_events(cid, run.turn_id, events)
+        events, moved = _turn_events(cid, run.turn_id, events)
+        if moved:
+            facts = None
         state = turns.turn_state(events + [_provisional(e, run.turn_id) for e in deferred])
         budget = turns.effective_budget(settings.WAYPOINT_STEP_BUDGET, config, state)
         step = turns.next_step(state, config, budget)
@@ -301,7 +319,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
             history, message = before
             request = ModelRequest(
                 history=history, message=message, rounds=turns.past_rounds(state), tools=tools, closing=step.closing,
-                memory=active_facts(cid),
+                memory=facts if facts is not None else (facts := active_facts(cid)),
             )
             try:
                 answer = provider.complete(request, on_draft=partial(broadcast.draft_changed, cid, run.run_id, events[-1].seq))

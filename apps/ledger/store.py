@@ -19,7 +19,7 @@ from functools import cache, partial
 from typing import Any
 
 import rfc8785
-from django.db import connection, models, transaction
+from django.db import IntegrityError, connection, models, transaction
 
 from apps.actions.models import ActionLog
 from apps.conversations import broadcast
@@ -52,6 +52,14 @@ class LeaseLost(Exception):
     code = "lease_lost"
 
 
+class HeadMoved(Exception):
+    """
+    The log moved past the head an optimistic append assumed, or the lease no longer holds.
+
+    The transaction must be rolled back; `append` with the row locked then says which.
+    """
+
+
 def iso(moment: datetime) -> str:
     """The one text form of a time in the log and the projection."""
     return moment.isoformat(timespec="microseconds")
@@ -75,11 +83,48 @@ def append(
     its head read here.
     :raises LeaseLost: `lease` (holder, version) no longer holds the conversation
     """
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("append must run inside a transaction")
+    _in_transaction()
     cid = str(conversation_id)
     if head is None or lease is not None:
         head = _lock_head(cid, lease, head)
+    return _write(cid, events, turn_id=turn_id, actor=actor, now=now, head=head)[0]
+
+
+def append_on(
+    head: tuple[int, str] | None,
+    *,
+    conversation_id: str,
+    events: list[EventKind],
+    turn_id: str,
+    actor: str,
+    now: datetime,
+    lease: tuple[str, int],
+) -> tuple[list[Recorded], tuple[int, str]]:
+    """
+    Append on the head this writer itself wrote last, without locking the row first.
+
+    The single writer of a running turn usually knows the head: it wrote it. Its append then goes
+    to PostgreSQL in one round trip, the head update checking that head and the lease. Returns the
+    entries and the new head. With `head` None the row is locked and read first, as `append` does.
+    :raises HeadMoved: another entry came first or the lease is gone; roll back and try with None
+    :raises LeaseLost: (`head` None) the lease no longer holds
+    """
+    _in_transaction()
+    cid = str(conversation_id)
+    if head is None:
+        return _write(cid, events, turn_id=turn_id, actor=actor, now=now, head=_lock_head(cid, lease, None))
+    return _write(cid, events, turn_id=turn_id, actor=actor, now=now, head=head, fence=lease)
+
+
+def _in_transaction() -> None:
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("append must run inside a transaction")
+
+
+def _write(
+    cid: str, events: list[EventKind], *, turn_id: str, actor: str, now: datetime, head: tuple[int, str],
+    fence: tuple[str, int] | None = None,
+) -> tuple[list[Recorded], tuple[int, str]]:
     seq, prev = head
     key = signing_key()
     created_at = iso(now)
@@ -90,8 +135,8 @@ def append(
         seq += 1
         text = rfc8785.dumps(body.payload()).decode("utf-8")
         payload = json.loads(text)
-        canonical = chain.canonical(
-            partition=partition, seq=seq, kind=body.kind, turn_id=turn_id, payload=payload, actor=actor, created_at=created_at
+        canonical = chain.canonical_from_text(
+            partition=partition, seq=seq, kind=body.kind, turn_id=turn_id, payload_text=text, actor=actor, created_at=created_at
         )
         digest = chain.entry_hash(prev, canonical)
         rows.append((seq, body.kind, turn_id, text, actor, digest, prev, key.sign(digest), key.key_id))
@@ -112,10 +157,15 @@ def append(
                     writes.update_own_row(own)
                 writes.change(change)
     own.add(Change("conversations", (cid,), set={"head_seq": seq, "head_hash": prev}))
-    writes.update_own_row(own)
-    writes.run()
+    writes.update_own_row(own, moved_from=head if fence else None, fence=fence)
+    try:
+        writes.run()
+    except IntegrityError:
+        if fence is None:
+            raise
+        raise HeadMoved(cid) from None  # an entry took the seq this one assumed
     transaction.on_commit(partial(broadcast.state_changed, cid, seq))
-    return recorded
+    return recorded, (seq, prev)
 
 
 def _lock_head(cid: str, lease: tuple[str, int] | None, known: tuple[int, str] | None) -> tuple[int, str]:
@@ -189,7 +239,8 @@ class _Writes:
     def __init__(self, conversation_id: str):
         self.cid = conversation_id
         self.pg = connection.vendor == "postgresql"
-        self.statements: list[tuple[str, list[Any], str]] = []  # sql, params, what must be updated (or "")
+        # sql, params, and what to raise unless it updates exactly one row (None: no check)
+        self.statements: list[tuple[str, list[Any], Exception | None]] = []
 
     def events(self, rows: list[tuple], now: datetime) -> None:
         table = _table(Event)
@@ -198,14 +249,26 @@ class _Writes:
         values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
         params = [v for seq, kind, tid, text, actor, digest, prev, sig, kid in rows
                   for v in (cid, seq, kind, tid, text, actor, at, digest, prev, sig, kid)]
-        self.statements.append((f"INSERT INTO {table.name} ({columns}) VALUES {values}", params, ""))
+        self.statements.append((f"INSERT INTO {table.name} ({columns}) VALUES {values}", params, None))
 
-    def update_own_row(self, own: _OwnRow) -> None:
-        self.change(Change("conversations", (self.cid,), set=dict(own.set), incr=dict(own.incr)))
+    def update_own_row(
+        self, own: _OwnRow, *, moved_from: tuple[int, str] | None = None, fence: tuple[str, int] | None = None
+    ) -> None:
+        """Update the conversation row; with `moved_from`, only if its head is still that and `fence` holds."""
+        guard: tuple[str, list[Any], Exception] | None = None
+        if moved_from is not None and fence is not None:
+            lease_table = _table(Lease)
+            guard = (
+                f" AND head_seq = %s AND head_hash = %s AND EXISTS (SELECT 1 FROM {lease_table.name}"
+                " WHERE conversation_id = %s AND holder = %s AND version = %s)",
+                [*moved_from, lease_table.value("conversation_id", self.cid), *fence],
+                HeadMoved(self.cid),
+            )
+        self.change(Change("conversations", (self.cid,), set=dict(own.set), incr=dict(own.incr)), guard=guard)
         own.set.clear()
         own.incr.clear()
 
-    def change(self, change: Change) -> None:
+    def change(self, change: Change, *, guard: tuple[str, list[Any], Exception] | None = None) -> None:
         table = _table(MODELS[change.store])
         if change.create is not None:
             self._insert(table, change)
@@ -242,8 +305,10 @@ class _Writes:
             assignments.append(f"{table.column(name)} = {table.column(name)} || %s")
             params.append(table.value(name, [item]))
         where, key_params = self._where(table, change)
-        what = f"{change.store} {change.key} does not exist"
-        self.statements.append((f"UPDATE {table.name} SET {', '.join(assignments)} WHERE {where}", params + key_params, what))
+        missing: Exception = ValueError(f"{change.store} {change.key} does not exist")
+        if guard is not None:
+            where, key_params, missing = where + guard[0], key_params + guard[1], guard[2]
+        self.statements.append((f"UPDATE {table.name} SET {', '.join(assignments)} WHERE {where}", params + key_params, missing))
 
     def _insert(self, table: _Table, change: Change) -> None:
         values = dict(change.create)
@@ -257,7 +322,7 @@ class _Writes:
             names.append(connection.ops.quote_name(field.column))
             params.append(field.get_db_prep_save(field.pre_save(row, True), connection))
         placeholders = ", ".join(["%s"] * len(names))
-        self.statements.append((f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})", params, ""))
+        self.statements.append((f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})", params, None))
 
     def _where(self, table: _Table, change: Change) -> tuple[str, list[Any]]:
         names = KEYS[change.store]
@@ -277,7 +342,7 @@ class _Writes:
         query.update(**{name: _db_value(table.model, name, after[name]) for name in names})
 
     def run(self) -> None:
-        """Send the statements gathered so far; :raises ValueError: an update found no row"""
+        """Send the statements gathered so far; :raises ValueError, HeadMoved: an update found no row"""
         statements, self.statements = self.statements, []
         if not statements:
             return
@@ -289,12 +354,12 @@ class _Writes:
                 for sql, params, _ in statements:
                     cursor.execute(sql, params)
                     counts.append(cursor.rowcount)
-        for (_, _, what), count in zip(statements, counts, strict=True):
-            if what and count != 1:
-                raise ValueError(what)
+        for (_, _, missing), count in zip(statements, counts, strict=True):
+            if missing is not None and count != 1:
+                raise missing
 
 
-def _pipelined(statements: list[tuple[str, list[Any], str]]) -> list[int]:
+def _pipelined(statements: list[tuple[str, list[Any], Exception | None]]) -> list[int]:
     """Run statements in one round trip to PostgreSQL; return each one's row count."""
     cursors = []
     with connection.wrap_database_errors, connection.connection.pipeline() as pipeline:
