@@ -43,7 +43,7 @@ from apps.ledger.types import (
     QuestionResponse,
     TurnDispatched,
 )
-from apps.people.queries import participant_personas
+from apps.people.queries import participant_personas, participants
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.workspaces.actions import open_runtime, reopen_events
 
@@ -134,11 +134,12 @@ def check_directive(directive: dict[str, Any] | None) -> dict[str, Any] | None:
 def _batch_one(
     *, conversation_id: str, text: str, persona: str, edge: str, mode: str, directive: dict | None,
     continuation: bool, idempotency: Idempotency | None, now: datetime, head: tuple[int, str] | None = None,
-    prefix: list | None = None,
+    prefix: list | None = None, conversation: Conversation | None = None,
 ) -> dict[str, Any]:
     turn_id, run_id = new_id("turn"), new_id("run")
     # Attribution: everyone admitted to the conversation when the turn came (owner first) and the caller.
-    participants = list(dict.fromkeys([*participant_personas(conversation_id), *([persona] if persona else [])]))
+    admitted = [p["persona"] for p in participants(conversation)] if conversation else participant_personas(conversation_id)
+    participants_now = list(dict.fromkeys([*admitted, *([persona] if persona else [])]))
     events = [
         *(prefix or []),
         # A conversation closed for being idle reopens with its next turn (docs/people.md).
@@ -149,7 +150,7 @@ def _batch_one(
             text=text,
             edge=edge,
             caller=persona,
-            participants=participants,
+            participants=participants_now,
             continuation=continuation,
             mode=mode,
             idempotency_key=idempotency.key if idempotency else "",
@@ -223,7 +224,11 @@ def _is_uuid(value: Any) -> bool:
 def _locked(conversation_id: str) -> Conversation:
     if not _is_uuid(conversation_id):
         raise NotFound("no such conversation")
-    conversation = Conversation.objects.select_for_update(no_key=True).filter(id=conversation_id).first()
+    # The assistant comes along (its config decides the turn's mode), locked it is not.
+    conversation = (
+        Conversation.objects.select_related("assistant").select_for_update(no_key=True, of=("self",))
+        .filter(id=conversation_id).first()
+    )
     if conversation is None:
         raise NotFound("no such conversation")
     return conversation
@@ -256,7 +261,7 @@ def start_turn(
             out = _batch_one(
                 conversation_id=str(conversation.id), text=message, persona=persona, edge=edge, mode=mode,
                 directive=directive, continuation=False, idempotency=idempotency, now=now,
-                head=(conversation.head_seq, conversation.head_hash),
+                head=(conversation.head_seq, conversation.head_hash), conversation=conversation,
             )
             _remember(idempotency, str(conversation.id), out, 202)
             _kick_after_commit(str(conversation.id))
@@ -296,7 +301,7 @@ def continue_conversation(
             out = _batch_one(
                 conversation_id=str(conversation.id), text="", persona=persona, edge=edge,
                 mode=conversation.assistant.config.get("mode", "agent"), directive=None, continuation=True,
-                idempotency=idempotency, now=now, head=(conversation.head_seq, conversation.head_hash),
+                idempotency=idempotency, now=now, head=(conversation.head_seq, conversation.head_hash), conversation=conversation,
             )
             _remember(idempotency, str(conversation.id), out, 202)
             _kick_after_commit(str(conversation.id))

@@ -32,12 +32,14 @@ def acquire(*, conversation_id: str, holder: str, now: datetime, seconds: float)
 
     Returns None when another live holder has it.
     """
-    try:
-        with transaction.atomic():
-            Lease.objects.get_or_create(conversation_id=conversation_id)
-    except IntegrityError:
-        pass  # created concurrently by another process: fine
-    row = Lease.objects.filter(conversation_id=conversation_id).values("holder", "version", "expires_at").get()
+    row = Lease.objects.filter(conversation_id=conversation_id).values("holder", "version", "expires_at").first()
+    if row is None:
+        try:
+            with transaction.atomic():
+                Lease.objects.get_or_create(conversation_id=conversation_id)
+        except IntegrityError:
+            pass  # created concurrently by another process: fine
+        row = Lease.objects.filter(conversation_id=conversation_id).values("holder", "version", "expires_at").get()
     if row["holder"] and row["holder"] != holder and row["expires_at"] and row["expires_at"] > now:
         return None
     taken = Lease.objects.filter(conversation_id=conversation_id, version=row["version"]).update(
