@@ -35,7 +35,25 @@ def _group_send(layer, group: str, message: dict) -> None:
         async_to_sync(layer.group_send)(group, message)
         return
     # Not waited for: the writer goes on with its next step while the loop publishes, in order.
+    if message["type"] == "state.changed":
+        # Heads not yet sent for a group collapse into the newest: a client only needs the head,
+        # and a writer committing faster than Redis answers must not queue a push per commit.
+        with _loop_guard:
+            queued = group in _unsent_heads
+            _unsent_heads[group] = max(message["seq"], _unsent_heads.get(group, 0))
+        if not queued:
+            asyncio.run_coroutine_threadsafe(_publish_head(layer, group), _publisher())
+        return
     asyncio.run_coroutine_threadsafe(_published(layer, group, message), _publisher())
+
+
+_unsent_heads: dict[str, int] = {}  # group -> the newest head announced and not yet published
+
+
+async def _publish_head(layer, group: str) -> None:
+    with _loop_guard:
+        seq = _unsent_heads.pop(group)
+    await _published(layer, group, {"type": "state.changed", "seq": seq})
 
 
 async def _published(layer, group: str, message: dict) -> None:
