@@ -8,11 +8,13 @@ the entry's identity and content; the signature is Ed25519 over the hash.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 import rfc8785
@@ -45,6 +47,7 @@ def canonical(
     )
 
 
+@functools.lru_cache(maxsize=4096)  # a log repeats its partition, kinds, actors, turns and times
 def _string(value: str) -> str:
     """RFC 8785 text of a string, without the serialiser for the common plain ones."""
     if isinstance(value, str) and _PLAIN.fullmatch(value):
@@ -161,6 +164,13 @@ class StoredEntry:
     payload_text: str | None = None
 
 
+# A StoredEntry's fields as a plain tuple, in the same order: verify reads thousands of entries
+# and needs no object for each.
+Row = tuple[str, int, str, str, Any, str, str, str, str, str, str, str | None]
+as_row = attrgetter(*(f.name for f in fields(StoredEntry)))
+_SEQ, _HASH = 1, 8
+
+
 @dataclass(frozen=True)
 class VerifyResult:
     ok: bool
@@ -169,45 +179,45 @@ class VerifyResult:
     problem: str = ""
 
 
-def _mismatch(entry: StoredEntry) -> str:
+def _mismatch(payload: Any, text: str | None) -> str:
     """Name what differs in an entry whose hash does not match: its payload's spelling, or its content."""
-    if entry.payload_text is not None:
+    if text is not None:
         try:
-            if rfc8785.dumps(entry.payload).decode("utf-8") != entry.payload_text:
+            if rfc8785.dumps(payload).decode("utf-8") != text:
                 return "payload is not stored in its canonical form"
         except ValueError:
             return "payload is not stored in its canonical form"
     return "hash does not match the content"
 
 
-def _check(entry: StoredEntry, prev_hash: str, public_keys: dict[str, bytes]) -> tuple[str, bytes, bytes]:
+def _check(row: Row, prev_hash: str, public_keys: dict[str, bytes]) -> tuple[str, bytes, bytes]:
     """
     Check everything of one entry but the Ed25519 equation of its signature.
 
     Returns (problem, signed message, raw public key); the problem is "" when the entry holds so
     far, and then its signature is checked with `_opens(signed message, public key)`.
     """
-    if entry.prev_hash != prev_hash:
+    partition, seq, kind, turn_id, payload, actor, created_at, stored_prev, stored_hash, signature_b64, key_id, text = row
+    if stored_prev != prev_hash:
         return "prev_hash does not link to the entry before", b"", b""
-    if not isinstance(entry.payload, dict):
+    if not isinstance(payload, dict):
         return "payload is not a JSON object", b"", b""
     try:
-        text = rfc8785.dumps(entry.payload).decode("utf-8") if entry.payload_text is None else entry.payload_text
         # Hashing the stored text itself, not a re-serialisation of what it parses to: a payload
         # re-spelled by one byte no longer matches, so the text needs no separate canonical check.
         body = canonical_from_text(
-            partition=entry.partition, seq=entry.seq, kind=entry.kind, turn_id=entry.turn_id, payload_text=text,
-            actor=entry.actor, created_at=entry.created_at,
+            partition=partition, seq=seq, kind=kind, turn_id=turn_id, actor=actor, created_at=created_at,
+            payload_text=rfc8785.dumps(payload).decode("utf-8") if text is None else text,
         )
     except ValueError:
-        return _mismatch(entry), b"", b""
+        return _mismatch(payload, text), b"", b""
     digest = hashlib.sha256(prev_hash.encode("ascii") + body)
-    if digest.hexdigest() != entry.hash:
-        return _mismatch(entry), b"", b""
-    public = public_keys.get(entry.key_id)
+    if digest.hexdigest() != stored_hash:
+        return _mismatch(payload, text), b"", b""
+    public = public_keys.get(key_id)
     if public is None:
-        return f"unknown key id {entry.key_id!r}", b"", b""
-    signature = _signature_bytes(entry.signature)
+        return f"unknown key id {key_id!r}", b"", b""
+    signature = _signature_bytes(signature_b64)
     if signature is None:
         return "signature does not verify", b"", b""
     return "", signature + digest.digest(), public
@@ -220,7 +230,7 @@ def _raw(public_keys: dict[str, Ed25519PublicKey]) -> dict[str, bytes]:
 
 def entry_problem(entry: StoredEntry, prev_hash: str, public_keys: dict[str, Ed25519PublicKey]) -> str:
     """Say why one entry is not authentic when chained onto `prev_hash`; "" when it is."""
-    problem, signed, public = _check(entry, prev_hash, _raw(public_keys))
+    problem, signed, public = _check(as_row(entry), prev_hash, _raw(public_keys))
     if problem:
         return problem
     return "" if _opens(signed, public) else "signature does not verify"
@@ -254,28 +264,34 @@ def _first_forged(signed: list[tuple[bytes, bytes]]) -> int | None:
         return next((i for i in pool.map(first_in, starts) if i is not None), None)
 
 
-def verify_chain(entries: list[StoredEntry], public_keys: dict[str, Ed25519PublicKey]) -> VerifyResult:
+def verify_rows(rows: list[Row], public_keys: dict[str, Ed25519PublicKey]) -> VerifyResult:
     """
-    Recompute every hash and signature of a partition, in stored order.
+    Recompute every hash and signature of a partition given as rows (see `Row`), in stored order.
 
     Detects a changed byte (hash or signature mismatch), a deleted entry (a gap in `seq` or a
     broken `prev_hash` link) and reordering (`seq` out of order). Names the first entry that fails.
     """
     keys = _raw(public_keys)
     prev, signed, failure = GENESIS, [], None
-    for expected_seq, entry in enumerate(entries, start=1):
-        if entry.seq != expected_seq:
-            failure = VerifyResult(False, expected_seq - 1, entry.seq, f"expected seq {expected_seq}, found {entry.seq}")
+    for expected_seq, row in enumerate(rows, start=1):
+        seq = row[_SEQ]
+        if seq != expected_seq:
+            failure = VerifyResult(False, expected_seq - 1, seq, f"expected seq {expected_seq}, found {seq}")
             break
-        problem, message, public = _check(entry, prev, keys)
+        problem, message, public = _check(row, prev, keys)
         if problem:
-            failure = VerifyResult(False, expected_seq - 1, entry.seq, problem)
+            failure = VerifyResult(False, expected_seq - 1, seq, problem)
             break
         signed.append((message, public))
-        prev = entry.hash
+        prev = row[_HASH]
     # Signatures are checked after the cheap checks, but only those of the entries before the
     # first failure, so a bad signature before it is still the one reported.
     forged = _first_forged(signed)
     if forged is not None:
-        return VerifyResult(False, forged, entries[forged].seq, "signature does not verify")
-    return failure or VerifyResult(True, len(entries))
+        return VerifyResult(False, forged, forged + 1, "signature does not verify")
+    return failure or VerifyResult(True, len(rows))
+
+
+def verify_chain(entries: list[StoredEntry], public_keys: dict[str, Ed25519PublicKey]) -> VerifyResult:
+    """Recompute every hash and signature of a partition, in stored order (see `verify_rows`)."""
+    return verify_rows([as_row(entry) for entry in entries], public_keys)

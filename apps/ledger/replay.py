@@ -159,8 +159,8 @@ def replay(conversation_id: str) -> ReplayReport:
     return ReplayReport(ok=not differences, events=len(events), differences=differences)
 
 
-def stored_entries(conversation_id: str) -> list[chain.StoredEntry]:
-    """The raw entries of a partition in stored order; an unreadable payload is kept as its text."""
+def log_rows(conversation_id: str) -> list[chain.Row]:
+    """The raw entries of a partition in stored order as plain rows; an unreadable payload is kept as its text."""
     partition = f"conv-{conversation_id}"
     rows = Event.objects.filter(conversation_id=conversation_id).order_by("seq", "id").values_list(
         "seq", "kind", "turn_id", "payload", "actor", "created_at", "prev_hash", "hash", "signature", "key_id"
@@ -171,12 +171,13 @@ def stored_entries(conversation_id: str) -> list[chain.StoredEntry]:
             payload: Any = json.loads(text)
         except ValueError:
             payload = text
-        out.append(
-            chain.StoredEntry(
-                partition, seq, kind, turn_id, payload, actor, iso(created_at), prev_hash, digest, signature, key_id, text
-            )
-        )
+        out.append((partition, seq, kind, turn_id, payload, actor, iso(created_at), prev_hash, digest, signature, key_id, text))
     return out
+
+
+def stored_entries(conversation_id: str) -> list[chain.StoredEntry]:
+    """The raw entries of a partition in stored order; an unreadable payload is kept as its text."""
+    return [chain.StoredEntry(*row) for row in log_rows(conversation_id)]
 
 
 def head_problem(entries: list[chain.StoredEntry], head: tuple[int, str]) -> chain.VerifyResult | None:
@@ -186,18 +187,21 @@ def head_problem(entries: list[chain.StoredEntry], head: tuple[int, str]) -> cha
     The chain alone cannot show that its newest entries were deleted; the head, moved in the same
     transaction as every append, can.
     """
-    last_seq, last_hash = (entries[-1].seq, entries[-1].hash) if entries else (0, chain.GENESIS)
-    head_seq, head_hash = head
+    return _head_problem(len(entries), (entries[-1].seq, entries[-1].hash) if entries else (0, chain.GENESIS), head)
+
+
+def _head_problem(count: int, last: tuple[int, str], head: tuple[int, str]) -> chain.VerifyResult | None:
+    (last_seq, last_hash), (head_seq, head_hash) = last, head
     if head_seq > last_seq:
         return chain.VerifyResult(
-            False, len(entries), last_seq + 1, f"missing: the log ends at seq {last_seq} but the conversation's head is seq {head_seq}"
+            False, count, last_seq + 1, f"missing: the log ends at seq {last_seq} but the conversation's head is seq {head_seq}"
         )
     if head_seq < last_seq:
         return chain.VerifyResult(
-            False, len(entries), head_seq + 1, f"unexpected: the conversation's head is seq {head_seq} but the log goes on to {last_seq}"
+            False, count, head_seq + 1, f"unexpected: the conversation's head is seq {head_seq} but the log goes on to {last_seq}"
         )
     if head_hash != last_hash:
-        return chain.VerifyResult(False, len(entries), last_seq, "the conversation's head hash does not match this entry")
+        return chain.VerifyResult(False, count, last_seq, "the conversation's head hash does not match this entry")
     return None
 
 
@@ -207,11 +211,12 @@ def verify(conversation_id: str) -> chain.VerifyResult:
 
     cid = str(conversation_id)
     with read_only():
-        entries = stored_entries(cid)
+        rows = log_rows(cid)
         head = Conversation.objects.filter(id=cid).values_list("head_seq", "head_hash").first()
-    result = chain.verify_chain(entries, verification_keys())
+    result = chain.verify_rows(rows, verification_keys())
     if result.ok and head is not None:
-        return head_problem(entries, head) or result
+        last = chain.StoredEntry(*rows[-1]) if rows else None
+        return _head_problem(len(rows), (last.seq, last.hash) if last else (0, chain.GENESIS), head) or result
     return result
 
 
