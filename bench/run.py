@@ -168,6 +168,7 @@ class QueryCounter:
 
     def __init__(self):
         self.queries = 0
+        self.round_trips = 0  # statements sent at once count once
         self.commits = 0  # transactions that wrote something, committed
         self.statements: dict[str, int] = {}
         self._writes = False
@@ -175,10 +176,15 @@ class QueryCounter:
     def __call__(self, execute, sql, params, many, context):
         from django.db import connection
 
-        verb = sql.lstrip().split(None, 1)[0].upper()
-        self.queries += 1
-        self.statements[verb] = self.statements.get(verb, 0) + 1
-        write = verb in ("INSERT", "UPDATE", "DELETE")
+        from apps.ledger.store import STATEMENT_SEPARATOR
+
+        self.round_trips += 1
+        write = False
+        for one in sql.split(STATEMENT_SEPARATOR):  # the store sends an append's statements together
+            verb = one.lstrip().split(None, 1)[0].upper()
+            self.queries += 1
+            self.statements[verb] = self.statements.get(verb, 0) + 1
+            write |= verb in ("INSERT", "UPDATE", "DELETE")
         if connection.in_atomic_block:
             self._writes |= write
         elif write:
@@ -314,6 +320,7 @@ def section_turns(report: Report, database: ServerDatabase, *, quick: bool, prof
     report.figures["queries_per_turn"] = counted.queries
     report.figures["commits_per_turn"] = counted.commits
     report.facts["statements per turn"] = ", ".join(f"{v} {k}" for k, v in sorted(counted.statements.items()))
+    report.facts["statements per turn"] += f" in {counted.round_trips} round trips"
     print(f"one turn: {counted.queries} statements, {counted.commits} write commits ({report.facts['statements per turn']})")
 
     if profile:

@@ -127,7 +127,11 @@ class _Heartbeat(threading.Thread):
 
 
 def _oldest_running(conversation_id: str) -> WorkflowLog | None:
-    return WorkflowLog.objects.filter(conversation_id=conversation_id, status="running").order_by("dispatched_seq").first()
+    # Only what driving needs: the run's progress and usage lists grow with every step.
+    return (
+        WorkflowLog.objects.filter(conversation_id=conversation_id, status="running").order_by("dispatched_seq")
+        .only("run_id", "conversation_id", "turn_id", "caller", "dispatched_seq").first()
+    )
 
 
 def drive(conversation_id: str, *, recovering: bool = False) -> None:
