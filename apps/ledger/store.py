@@ -7,7 +7,7 @@ log head, then broadcasts the new head once the transaction commits.
 
 The write is plain SQL compiled from the projection's changes, not the ORM: a turn appends a dozen
 times, and building ORM queries cost more CPU than PostgreSQL spent committing them. On
-PostgreSQL the statements of one append travel in one round trip (psycopg's pipeline mode).
+PostgreSQL the statements of one append travel in one round trip, as one query text.
 """
 
 from __future__ import annotations
