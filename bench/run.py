@@ -748,9 +748,10 @@ the end). Nothing here is asserted by the test suite; the targets are goals, rep
   making that many single-row commits (one event-sized row each) per turn, on one connection
   (and on {CONCURRENCY} for the concurrent comparison), with PostgreSQL's default synchronous commit.
 - **Waypoint turns** go through the real turn code, not HTTP: `apps.conversations.actions.start_turn`
-  with `WAYPOINT_RUNNER=inline`, so batch one, the three model rounds, the three echo actions and
-  batch two all commit before the call returns; each commit also publishes to Redis (the channel
-  layer a multi-process deployment uses). Each conversation takes {CONVERSATION_TURNS} turns.
+  with `WAYPOINT_RUNNER=inline`, so batch one, the model rounds, the three echo actions (each
+  committed with the model round that asked for it: echo is read-only) and batch two all commit
+  before the call returns; each commit also publishes to Redis (the channel layer a
+  multi-process deployment uses). Each conversation takes {CONVERSATION_TURNS} turns.
 - **Peers** run the same turn shape in their own process: LangGraph with `PostgresSaver`
   (`durability="sync"`, a checkpoint per super-step), and a DBOS workflow of 7 steps (4 model, 3 tool).
   Neither writes a transcript, a projection or a signature; Waypoint writes all three.
