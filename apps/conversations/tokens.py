@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.core import signing
+from django.db import connection
 
 from apps.conversations.models import ConversationToken
 
@@ -36,11 +39,23 @@ def issue(*, conversation_id: str, persona: str, edge: str = "link", permissions
 def resolve(raw: str) -> Grant | None:
     """Return the grant a token carries, or None when it is forged, malformed or revoked."""
     try:
-        token_id = signing.loads(raw, salt=SALT)["t"]
-        row = ConversationToken.objects.get(id=token_id, revoked_at__isnull=True)
-    except (signing.BadSignature, KeyError, TypeError, ValueError, ConversationToken.DoesNotExist):
+        token_id = uuid.UUID(signing.loads(raw, salt=SALT)["t"])
+    except (signing.BadSignature, KeyError, TypeError, ValueError, AttributeError):
         return None
-    return Grant(str(row.id), str(row.conversation_id), row.persona, row.edge, frozenset(row.permissions))
+    # Every request and poll of a customer resolves its token: one plain statement, no ORM.
+    meta = ConversationToken._meta
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, conversation_id, persona, edge, permissions FROM {connection.ops.quote_name(meta.db_table)}"
+            " WHERE id = %s AND revoked_at IS NULL",
+            [meta.pk.get_db_prep_value(token_id, connection)],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    token, conversation, persona, edge, permissions = row
+    permissions = json.loads(permissions) if isinstance(permissions, str) else permissions
+    return Grant(str(uuid.UUID(str(token))), str(uuid.UUID(str(conversation))), persona, edge, frozenset(permissions))
 
 
 def revoke(*, token_id: str, now: datetime) -> bool:
