@@ -15,6 +15,7 @@ import secrets
 import socket
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import partial
@@ -127,11 +128,21 @@ class _Heartbeat(threading.Thread):
 
 
 def _oldest_running(conversation_id: str) -> WorkflowLog | None:
-    # Only what driving needs: the run's progress and usage lists grow with every step.
-    return (
-        WorkflowLog.objects.filter(conversation_id=conversation_id, status="running").order_by("dispatched_seq")
-        .only("run_id", "conversation_id", "turn_id", "caller", "dispatched_seq").first()
-    )
+    # Only what driving needs (the run's progress and usage lists grow with every step), in one
+    # plain statement: driving asks this three times a turn.
+    meta = WorkflowLog._meta
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT run_id, turn_id, caller, dispatched_seq FROM {connection.ops.quote_name(meta.db_table)}"
+            " WHERE conversation_id = %s AND status = 'running' ORDER BY dispatched_seq LIMIT 1",
+            [meta.get_field("conversation").get_db_prep_value(uuid.UUID(str(conversation_id)), connection)],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    run_id, turn_id, caller, dispatched_seq = row
+    return WorkflowLog(run_id=run_id, conversation_id=conversation_id, turn_id=turn_id, caller=caller,
+                       dispatched_seq=dispatched_seq, status="running")
 
 
 def drive(conversation_id: str, *, recovering: bool = False) -> None:

@@ -7,10 +7,11 @@ just before, so two processes can never both believe they hold it.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from apps.conversations.models import Lease
 
@@ -32,37 +33,69 @@ def acquire(*, conversation_id: str, holder: str, now: datetime, seconds: float)
 
     Returns None when another live holder has it.
     """
-    row = Lease.objects.filter(conversation_id=conversation_id).values("holder", "version", "expires_at").first()
+    row = _row(conversation_id)
     if row is None:
         try:
             with transaction.atomic():
                 Lease.objects.get_or_create(conversation_id=conversation_id)
         except IntegrityError:
             pass  # created concurrently by another process: fine
-        row = Lease.objects.filter(conversation_id=conversation_id).values("holder", "version", "expires_at").get()
-    if row["holder"] and row["holder"] != holder and row["expires_at"] and row["expires_at"] > now:
+        row = _row(conversation_id)
+    current_holder, version, expires_at = row
+    if current_holder and current_holder != holder and expires_at and expires_at > now:
         return None
-    taken = Lease.objects.filter(conversation_id=conversation_id, version=row["version"]).update(
-        holder=holder, version=row["version"] + 1, expires_at=now + timedelta(seconds=seconds)
+    taken = _update(
+        conversation_id, {"holder": holder, "version": version + 1, "expires_at": now + timedelta(seconds=seconds)},
+        version=version,
     )
     if taken != 1:
         return None
-    previous = row["holder"] if row["holder"] != holder else ""
-    return Held(holder=holder, version=row["version"] + 1, previous_holder=previous)
+    previous = current_holder if current_holder != holder else ""
+    return Held(holder=holder, version=version + 1, previous_holder=previous)
 
 
 def renew(*, conversation_id: str, held: Held, now: datetime, seconds: float) -> bool:
     """Extend a held lease; False when it was lost."""
-    return (
-        Lease.objects.filter(conversation_id=conversation_id, holder=held.holder, version=held.version).update(
-            expires_at=now + timedelta(seconds=seconds)
-        )
-        == 1
-    )
+    return _update(conversation_id, {"expires_at": now + timedelta(seconds=seconds)}, holder=held.holder, version=held.version) == 1
 
 
 def release(*, conversation_id: str, held: Held) -> None:
     """Give the lease up so the next writer need not wait for it to expire."""
-    Lease.objects.filter(conversation_id=conversation_id, holder=held.holder, version=held.version).update(
-        holder="", expires_at=None
-    )
+    _update(conversation_id, {"holder": "", "expires_at": None}, holder=held.holder, version=held.version)
+
+
+# Plain statements: a lease is taken and given back around every drive, a handful of times a turn,
+# and the ORM's query building cost more than PostgreSQL's work.
+
+
+def _row(conversation_id: str) -> tuple[str, int, datetime | None] | None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT holder, version, expires_at FROM {_TABLE()} WHERE conversation_id = %s", [_id(conversation_id)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    holder, version, expires_at = row
+    if isinstance(expires_at, str):
+        expires_at = datetime.fromisoformat(expires_at)
+    if expires_at is not None and expires_at.tzinfo is None:
+        expires_at = expires_at.replace(tzinfo=UTC)  # SQLite keeps UTC without its offset
+    return holder, version, expires_at
+
+
+def _update(conversation_id: str, values: dict, **where) -> int:
+    fields = {name: Lease._meta.get_field(name) for name in [*values, *where]}
+    assignments = ", ".join(f"{connection.ops.quote_name(fields[n].column)} = %s" for n in values)
+    conditions = "".join(f" AND {connection.ops.quote_name(fields[n].column)} = %s" for n in where)
+    params = [fields[n].get_db_prep_save(v, connection) for n, v in values.items()]
+    params += [_id(conversation_id)] + [fields[n].get_db_prep_value(v, connection) for n, v in where.items()]
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {_TABLE()} SET {assignments} WHERE conversation_id = %s{conditions}", params)
+        return cursor.rowcount
+
+
+def _TABLE() -> str:  # noqa: N802 - a constant that needs the connection
+    return connection.ops.quote_name(Lease._meta.db_table)
+
+
+def _id(conversation_id: str):
+    return Lease._meta.pk.get_db_prep_value(uuid.UUID(str(conversation_id)), connection)
