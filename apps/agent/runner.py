@@ -9,6 +9,7 @@ oldest first, one committed step at a time, until none is left. The recovery loo
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -27,6 +28,7 @@ from django.utils import timezone
 from apps.actions.registry import ACTIONS, ActionCall, ActionError
 from apps.agent import turns
 from apps.agent.config import BUILTIN_TOOLS
+from apps.agent.models import Assistant
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.conversations import broadcast, faults, lease
 from apps.conversations.actions import new_id
@@ -127,22 +129,44 @@ class _Heartbeat(threading.Thread):
             connection.close()
 
 
-def _oldest_running(conversation_id: str) -> WorkflowLog | None:
-    # Only what driving needs (the run's progress and usage lists grow with every step), in one
-    # plain statement: driving asks this three times a turn.
-    meta = WorkflowLog._meta
+# The reads a turn's driving repeats on every turn are plain statements: through the ORM, building
+# each query cost several times what PostgreSQL spent answering it (bench/before-after.md).
+
+
+def _rows(sql: str, params: list) -> list[tuple]:
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT run_id, turn_id, caller, dispatched_seq FROM {connection.ops.quote_name(meta.db_table)}"
-            " WHERE conversation_id = %s AND status = 'running' ORDER BY dispatched_seq LIMIT 1",
-            [meta.get_field("conversation").get_db_prep_value(uuid.UUID(str(conversation_id)), connection)],
-        )
-        row = cursor.fetchone()
-    if row is None:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _conversation_key(conversation_id: str):
+    return Conversation._meta.pk.get_db_prep_value(uuid.UUID(str(conversation_id)), connection)
+
+
+def _oldest_running(conversation_id: str) -> WorkflowLog | None:
+    # Only what driving needs: the run's progress and usage lists grow with every step.
+    rows = _rows(
+        f"SELECT run_id, turn_id, caller, dispatched_seq FROM {_table(WorkflowLog)}"
+        " WHERE conversation_id = %s AND status = 'running' ORDER BY dispatched_seq LIMIT 1",
+        [_conversation_key(conversation_id)],
+    )
+    if not rows:
         return None
-    run_id, turn_id, caller, dispatched_seq = row
+    [(run_id, turn_id, caller, dispatched_seq)] = rows
     return WorkflowLog(run_id=run_id, conversation_id=conversation_id, turn_id=turn_id, caller=caller,
                        dispatched_seq=dispatched_seq, status="running")
+
+
+def _assistant_config(conversation_id: str) -> dict:
+    [(config,)] = _rows(
+        f"SELECT a.config FROM {_table(Assistant)} a JOIN {_table(Conversation)} c ON c.assistant_id = a.id WHERE c.id = %s",
+        [_conversation_key(conversation_id)],
+    )
+    return json.loads(config) if isinstance(config, str) else config
 
 
 def drive(conversation_id: str, *, recovering: bool = False) -> None:
@@ -289,8 +313,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
     A crash before that commit loses nothing that was done, only work to do again.
     """
     cid = str(run.conversation_id)
-    conversation = Conversation.objects.select_related("assistant").get(id=cid)
-    config = conversation.assistant.config
+    config = _assistant_config(cid)
     provider = provider_for(config)
     tools = [t for t in config.get("tools", [])] + [
         {"name": "ask_question", "kind": "builtin", "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}},
@@ -388,11 +411,13 @@ def _joins_model_round(step: turns.Step) -> bool:
 
 
 def _history(conversation_id: str, dispatched_seq: int, state: turns.TurnState) -> tuple[list[dict[str, str]], str]:
-    messages = list(
-        ChatMessage.objects.filter(conversation_id=conversation_id, seq__lte=dispatched_seq)
-        .order_by("seq")
-        .values("role", "text")
-    )
+    messages = [
+        {"role": role, "text": text}
+        for role, text in _rows(
+            f'SELECT role, "text" FROM {_table(ChatMessage)} WHERE conversation_id = %s AND seq <= %s ORDER BY seq',
+            [_conversation_key(conversation_id), dispatched_seq],
+        )
+    ]
     if state.continuation:
         last_user = next((m["text"] for m in reversed(messages) if m["role"] == "user"), "")
         return messages, last_user

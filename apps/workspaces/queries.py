@@ -6,8 +6,11 @@ phase and conditions.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections import defaultdict
 from typing import Any
+
+from django.db import connection
 
 from apps.actions.models import ActionLog
 from apps.conversations.models import Conversation
@@ -38,11 +41,14 @@ def list_memory(conversation: Conversation) -> list[dict[str, Any]]:
 
 def active_facts(conversation_id: str) -> list[str]:
     """The remembered facts a model is given (never a cleared one)."""
-    return list(
-        Memory.objects.filter(conversation_id=conversation_id, status="active")
-        .order_by("remembered_at", "fact_id")
-        .values_list("text", flat=True)
-    )
+    # A plain statement: every run asks before its first model round, mostly to learn there are none.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            'SELECT "text" FROM ' + connection.ops.quote_name(Memory._meta.db_table) +
+            " WHERE conversation_id = %s AND status = 'active' ORDER BY remembered_at, fact_id",
+            [Memory._meta.get_field("conversation").get_db_prep_value(uuid.UUID(str(conversation_id)), connection)],
+        )
+        return [text for (text,) in cursor.fetchall()]
 
 
 # --- artifacts ----------------------------------------------------------------------------------
