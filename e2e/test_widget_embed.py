@@ -25,6 +25,11 @@ def test_the_snippet_opens_the_widget_chats_and_the_conversation_survives_reload
     chat.get_by_label("Message").press("Enter")
     expect(chat.get_by_role("log")).to_contain_text("on its way", timeout=10_000)
     page.wait_for_function("window.seen.some((line) => line.startsWith('assistant: Your order A-1'))")
+    # The host hears of the first message and its reply once each, however quick the turn was
+    # (a reply committed before the conversation page loaded comes with the page, not a push).
+    seen = page.evaluate("window.seen")
+    assert seen[0] == "user: Where is my order?", seen
+    assert len([line for line in seen if line.startswith("assistant: Your order A-1")]) == 1, seen
     screenshots(page, "embed-open")
 
     page.reload()

@@ -94,9 +94,13 @@ def widget(request: HttpRequest, assistant_id: str) -> HttpResponse:
     return _start_page(request, assistant, _widget_embed(request, assistant))
 
 
-def _conversation_url(conversation_id: str, token: str, embed: Embed | None) -> str:
+def _conversation_url(conversation_id: str, token: str, embed: Embed | None, *, started: bool = False) -> str:
     url = reverse("widget:conversation", args=[conversation_id])
     query = {"token": token}
+    if started:
+        # The page tells the host page of the messages it opens with: the first reply can be
+        # committed before this page loads, and then no push brings it.
+        query["started"] = "1"
     return f"{url}?{urlencode(query)}{'&' + embed.query if embed else ''}"
 
 
@@ -117,7 +121,7 @@ def widget_start(request: HttpRequest, assistant_id: str) -> HttpResponse:
         )
     except WaypointError as exc:
         return _start_page(request, assistant, embed, status=exc.status, send_error=exc.message)
-    return redirect(_conversation_url(started["conversation_id"], started["token"], embed))
+    return redirect(_conversation_url(started["conversation_id"], started["token"], embed, started=True))
 
 
 @csrf_exempt

@@ -215,13 +215,26 @@
       } else if (typing) {
         typing.remove();
       }
-      added.forEach((el) => {
-        const bubble = el.querySelector(".bubble");
-        toHost("message", {
-          message: { id: el.id.replace(/^message-/, ""), role: el.classList.contains("user") ? "user" : "assistant", text: bubble ? bubble.innerText : "" },
-        });
-      });
+      added.forEach(tellHost);
       return true;
+    }
+
+    function tellHost(el) {
+      const bubble = el.querySelector(".bubble");
+      toHost("message", {
+        message: { id: el.id.replace(/^message-/, ""), role: el.classList.contains("user") ? "user" : "assistant", text: bubble ? bubble.innerText : "" },
+      });
+    }
+
+    // A conversation this widget just started opens with its first message, and with the reply
+    // too when the turn was quicker than the page: tell the host of them once, then drop the
+    // marker so a reload does not tell it again.
+    const opened = new URL(window.location.href);
+    if (assistant && opened.searchParams.get("started") === "1") {
+      const transcript = document.getElementById("transcript");
+      if (transcript) Array.from(transcript.children).filter((el) => el.id.startsWith("message-")).forEach(tellHost);
+      opened.searchParams.delete("started");
+      window.history.replaceState(window.history.state, "", opened.pathname + opened.search + opened.hash);
     }
 
     document.addEventListener("htmx:oobBeforeSwap", (event) => {
