@@ -70,7 +70,7 @@ def release(*, conversation_id: str, held: Held) -> None:
 
 def _row(conversation_id: str) -> tuple[str, int, datetime | None] | None:
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT holder, version, expires_at FROM {_TABLE()} WHERE conversation_id = %s", [_id(conversation_id)])
+        cursor.execute(f"SELECT holder, version, expires_at FROM {_table()} WHERE conversation_id = %s", [_id(conversation_id)])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -89,11 +89,11 @@ def _update(conversation_id: str, values: dict, **where) -> int:
     params = [fields[n].get_db_prep_save(v, connection) for n, v in values.items()]
     params += [_id(conversation_id)] + [fields[n].get_db_prep_value(v, connection) for n, v in where.items()]
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {_TABLE()} SET {assignments} WHERE conversation_id = %s{conditions}", params)
+        cursor.execute(f"UPDATE {_table()} SET {assignments} WHERE conversation_id = %s{conditions}", params)
         return cursor.rowcount
 
 
-def _TABLE() -> str:  # noqa: N802 - a constant that needs the connection
+def _table() -> str:
     return connection.ops.quote_name(Lease._meta.db_table)
 
 
