@@ -16,7 +16,6 @@ import secrets
 import socket
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import partial
@@ -33,7 +32,7 @@ from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.conversations import broadcast, faults, lease
 from apps.conversations.actions import new_id
 from apps.conversations.models import ChatMessage, Conversation, Lease
-from apps.ledger import store
+from apps.ledger import sql, store
 from apps.ledger.store import LeaseLost
 from apps.ledger.types import (
     ActionFinished,
@@ -129,30 +128,16 @@ class _Heartbeat(threading.Thread):
             connection.close()
 
 
-# The reads a turn's driving repeats on every turn are plain statements: through the ORM, building
-# each query cost several times what PostgreSQL spent answering it (bench/before-after.md).
-
-
-def _rows(sql: str, params: list) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-def _table(model) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-def _conversation_key(conversation_id: str):
-    return Conversation._meta.pk.get_db_prep_value(uuid.UUID(str(conversation_id)), connection)
+# The reads a turn's driving repeats on every turn are plain statements (apps/ledger/sql.py).
 
 
 def _oldest_running(conversation_id: str) -> WorkflowLog | None:
     # Only what driving needs: the run's progress and usage lists grow with every step.
-    rows = _rows(
-        f"SELECT run_id, turn_id, caller, dispatched_seq FROM {_table(WorkflowLog)}"
+    runs = sql.table(WorkflowLog)
+    rows = sql.rows(
+        f"SELECT run_id, turn_id, caller, dispatched_seq FROM {runs.name}"
         " WHERE conversation_id = %s AND status = 'running' ORDER BY dispatched_seq LIMIT 1",
-        [_conversation_key(conversation_id)],
+        [runs.value("conversation_id", conversation_id)],
     )
     if not rows:
         return None
@@ -162,9 +147,11 @@ def _oldest_running(conversation_id: str) -> WorkflowLog | None:
 
 
 def _assistant_config(conversation_id: str) -> dict:
-    [(config,)] = _rows(
-        f"SELECT a.config FROM {_table(Assistant)} a JOIN {_table(Conversation)} c ON c.assistant_id = a.id WHERE c.id = %s",
-        [_conversation_key(conversation_id)],
+    conversations = sql.table(Conversation)
+    [(config,)] = sql.rows(
+        f"SELECT a.config FROM {sql.table(Assistant).name} a JOIN {conversations.name} c ON c.assistant_id = a.id"
+        " WHERE c.id = %s",
+        [conversations.value("id", conversation_id)],
     )
     return json.loads(config) if isinstance(config, str) else config
 
@@ -413,9 +400,9 @@ def _joins_model_round(step: turns.Step) -> bool:
 def _history(conversation_id: str, dispatched_seq: int, state: turns.TurnState) -> tuple[list[dict[str, str]], str]:
     messages = [
         {"role": role, "text": text}
-        for role, text in _rows(
-            f'SELECT role, "text" FROM {_table(ChatMessage)} WHERE conversation_id = %s AND seq <= %s ORDER BY seq',
-            [_conversation_key(conversation_id), dispatched_seq],
+        for role, text in sql.rows(
+            f'SELECT role, "text" FROM {sql.table(ChatMessage).name} WHERE conversation_id = %s AND seq <= %s ORDER BY seq',
+            [sql.table(ChatMessage).value("conversation_id", conversation_id), dispatched_seq],
         )
     ]
     if state.continuation:

@@ -7,13 +7,13 @@ just before, so two processes can never both believe they hold it.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 
 from apps.conversations.models import Lease
+from apps.ledger import sql
 
 
 @dataclass(frozen=True)
@@ -64,17 +64,16 @@ def release(*, conversation_id: str, held: Held) -> None:
     _update(conversation_id, {"holder": "", "expires_at": None}, holder=held.holder, version=held.version)
 
 
-# Plain statements: a lease is taken and given back around every drive, a handful of times a turn,
-# and the ORM's query building cost more than PostgreSQL's work.
+# Plain statements (apps/ledger/sql.py): a lease is taken and given back around every drive.
 
 
 def _row(conversation_id: str) -> tuple[str, int, datetime | None] | None:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT holder, version, expires_at FROM {_table()} WHERE conversation_id = %s", [_id(conversation_id)])
-        row = cursor.fetchone()
-    if row is None:
+    leases = sql.table(Lease)
+    found = sql.rows(f"SELECT holder, version, expires_at FROM {leases.name} WHERE conversation_id = %s",
+                     [leases.value("conversation_id", conversation_id)])
+    if not found:
         return None
-    holder, version, expires_at = row
+    [(holder, version, expires_at)] = found
     if isinstance(expires_at, str):
         expires_at = datetime.fromisoformat(expires_at)
     if expires_at is not None and expires_at.tzinfo is None:
@@ -83,19 +82,11 @@ def _row(conversation_id: str) -> tuple[str, int, datetime | None] | None:
 
 
 def _update(conversation_id: str, values: dict, **where) -> int:
-    fields = {name: Lease._meta.get_field(name) for name in [*values, *where]}
-    assignments = ", ".join(f"{connection.ops.quote_name(fields[n].column)} = %s" for n in values)
-    conditions = "".join(f" AND {connection.ops.quote_name(fields[n].column)} = %s" for n in where)
-    params = [fields[n].get_db_prep_save(v, connection) for n, v in values.items()]
-    params += [_id(conversation_id)] + [fields[n].get_db_prep_value(v, connection) for n, v in where.items()]
+    leases = sql.table(Lease)
+    assignments = ", ".join(f"{leases.column(n)} = %s" for n in values)
+    conditions = "".join(f" AND {leases.column(n)} = %s" for n in where)
+    params = [leases.value(n, v) for n, v in values.items()]
+    params += [leases.value("conversation_id", conversation_id)] + [leases.value(n, v) for n, v in where.items()]
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {_table()} SET {assignments} WHERE conversation_id = %s{conditions}", params)
+        cursor.execute(f"UPDATE {leases.name} SET {assignments} WHERE conversation_id = %s{conditions}", params)
         return cursor.rowcount
-
-
-def _table() -> str:
-    return connection.ops.quote_name(Lease._meta.db_table)
-
-
-def _id(conversation_id: str):
-    return Lease._meta.pk.get_db_prep_value(uuid.UUID(str(conversation_id)), connection)

@@ -10,6 +10,7 @@ from django.db.models import CharField, F, Func
 
 from apps.actions.models import ActionLog
 from apps.conversations.models import ChatMessage, Conversation
+from apps.ledger import sql
 from apps.ledger.store import iso
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.workspaces.queries import workspace_state
@@ -143,14 +144,9 @@ def conversation_head(conversation_id: str) -> int | None:
         return None
     # Plain SQL: pollers ask this every few seconds, and building the ORM query costs several times
     # what PostgreSQL spends reading one column by primary key.
-    pk, quote = Conversation._meta.pk, connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT head_seq FROM {quote(Conversation._meta.db_table)} WHERE {quote(pk.column)} = %s",
-            [pk.get_db_prep_value(conversation_id, connection)],
-        )
-        row = cursor.fetchone()
-    return row[0] if row else None
+    conversations = sql.table(Conversation)
+    found = sql.rows(f"SELECT head_seq FROM {conversations.name} WHERE id = %s", [conversations.value("id", conversation_id)])
+    return found[0][0] if found else None
 
 
 def _is_uuid(value: str) -> bool:

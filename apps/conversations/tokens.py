@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core import signing
-from django.db import connection
 
 from apps.conversations.models import ConversationToken
+from apps.ledger import sql
 
 SALT = "waypoint.conversation-token"
 ALL_PERMISSIONS = ["view", "write", "answer_client_actions", "approve"]
@@ -43,16 +43,14 @@ def resolve(raw: str) -> Grant | None:
     except (signing.BadSignature, KeyError, TypeError, ValueError, AttributeError):
         return None
     # Every request and poll of a customer resolves its token: one plain statement, no ORM.
-    meta = ConversationToken._meta
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id, conversation_id, persona, edge, permissions FROM {connection.ops.quote_name(meta.db_table)}"
-            " WHERE id = %s AND revoked_at IS NULL",
-            [meta.pk.get_db_prep_value(token_id, connection)],
-        )
-        row = cursor.fetchone()
-    if row is None:
+    tokens = sql.table(ConversationToken)
+    found = sql.rows(
+        f"SELECT id, conversation_id, persona, edge, permissions FROM {tokens.name} WHERE id = %s AND revoked_at IS NULL",
+        [tokens.value("id", token_id)],
+    )
+    if not found:
         return None
+    [row] = found
     token, conversation, persona, edge, permissions = row
     permissions = json.loads(permissions) if isinstance(permissions, str) else permissions
     return Grant(str(uuid.UUID(str(token))), str(uuid.UUID(str(conversation))), persona, edge, frozenset(permissions))

@@ -13,9 +13,8 @@ PostgreSQL the statements of one append travel in one round trip, as one query t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime
-from functools import cache, partial
+from functools import partial
 from typing import Any
 
 import rfc8785
@@ -24,7 +23,7 @@ from django.db import IntegrityError, connection, models, transaction
 from apps.actions.models import ActionLog
 from apps.conversations import broadcast
 from apps.conversations.models import ChatMessage, Conversation, Lease
-from apps.ledger import chain
+from apps.ledger import chain, sql
 from apps.ledger.keys import signing_key
 from apps.ledger.models import Event
 from apps.ledger.projection import KEYS, Change, apply_change, changes
@@ -171,48 +170,21 @@ def _write(
 def _lock_head(cid: str, lease: tuple[str, int] | None, known: tuple[int, str] | None) -> tuple[int, str]:
     """Lock the conversation row, read its head and check the writer's lease, in one statement."""
     lock = " FOR NO KEY UPDATE" if connection.features.has_select_for_no_key_update else ""
-    conversation, lease_table = _table(Conversation), _table(Lease)
-    sql = f"SELECT head_seq, head_hash, {{fence}} FROM {conversation.name} WHERE id = %s{lock}"
-    params: list[Any] = []
-    if lease is None:
-        sql = sql.format(fence="1")
-    else:
-        sql = sql.format(fence=f"(SELECT COUNT(*) FROM {lease_table.name} WHERE conversation_id = %s AND holder = %s AND version = %s)")
-        params += [_table(Conversation).value("id", cid), lease[0], lease[1]]
-    params.append(conversation.value("id", cid))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
+    conversation, key = sql.table(Conversation), sql.table(Conversation).value("id", cid)
+    fence, params = "1", []
+    if lease is not None:
+        fence = f"(SELECT COUNT(*) FROM {sql.table(Lease).name} WHERE conversation_id = %s AND holder = %s AND version = %s)"
+        params = [key, *lease]
+    found = sql.rows(f"SELECT head_seq, head_hash, {fence} FROM {conversation.name} WHERE id = %s{lock}", [*params, key])
+    if not found:
         raise ValueError(f"conversations ({cid},) does not exist")
-    if not row[2]:
+    [(head_seq, head_hash, fenced)] = found
+    if not fenced:
         raise LeaseLost(cid)
-    return known if known is not None else (row[0], row[1])
+    return known if known is not None else (head_seq, head_hash)
 
 
 # --- compiled writes -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Table:
-    """One store's table: its name and how each field's value is written."""
-
-    model: type[models.Model]
-    name: str
-    fields: dict[str, models.Field]
-
-    def column(self, name: str) -> str:
-        return connection.ops.quote_name(self.fields[name].column)
-
-    def value(self, name: str, value: Any) -> Any:
-        return self.fields[name].get_db_prep_save(value, connection)
-
-
-@cache
-def _table(model: type[models.Model]) -> _Table:
-    fields = {f.name: f for f in model._meta.concrete_fields}
-    fields.update({f.attname: f for f in model._meta.concrete_fields})
-    return _Table(model, connection.ops.quote_name(model._meta.db_table), fields)
 
 
 class _OwnRow:
@@ -243,7 +215,7 @@ class _Writes:
         self.statements: list[tuple[str, list[Any], Exception | None]] = []
 
     def events(self, rows: list[tuple], now: datetime) -> None:
-        table = _table(Event)
+        table = sql.table(Event)
         cid, at = table.value("conversation_id", self.cid), table.value("created_at", now)
         columns = "conversation_id, seq, kind, turn_id, payload, actor, created_at, hash, prev_hash, signature, key_id"
         values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
@@ -257,7 +229,7 @@ class _Writes:
         """Update the conversation row; with `moved_from`, only if its head is still that and `fence` holds."""
         guard: tuple[str, list[Any], Exception] | None = None
         if moved_from is not None and fence is not None:
-            lease_table = _table(Lease)
+            lease_table = sql.table(Lease)
             guard = (
                 f" AND head_seq = %s AND head_hash = %s AND EXISTS (SELECT 1 FROM {lease_table.name}"
                 " WHERE conversation_id = %s AND holder = %s AND version = %s)",
@@ -269,7 +241,7 @@ class _Writes:
         own.incr.clear()
 
     def change(self, change: Change, *, guard: tuple[str, list[Any], Exception] | None = None) -> None:
-        table = _table(MODELS[change.store])
+        table = sql.table(MODELS[change.store])
         if change.create is not None:
             self._insert(table, change)
             return
@@ -310,7 +282,7 @@ class _Writes:
             where, key_params, missing = where + guard[0], key_params + guard[1], guard[2]
         self.statements.append((f"UPDATE {table.name} SET {', '.join(assignments)} WHERE {where}", params + key_params, missing))
 
-    def _insert(self, table: _Table, change: Change) -> None:
+    def _insert(self, table: sql.Table, change: Change) -> None:
         values = dict(change.create)
         if change.store != "conversations":
             values["conversation_id"] = self.cid
@@ -324,14 +296,14 @@ class _Writes:
         placeholders = ", ".join(["%s"] * len(names))
         self.statements.append((f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})", params, None))
 
-    def _where(self, table: _Table, change: Change) -> tuple[str, list[Any]]:
+    def _where(self, table: sql.Table, change: Change) -> tuple[str, list[Any]]:
         names = KEYS[change.store]
         return (
             " AND ".join(f"{table.column(n)} = %s" for n in names),
             [table.value(n, v) for n, v in zip(names, change.key, strict=True)],
         )
 
-    def _read_modify_write(self, table: _Table, change: Change) -> None:
+    def _read_modify_write(self, table: sql.Table, change: Change) -> None:
         query = table.model.objects.filter(**dict(zip(KEYS[change.store], change.key, strict=True)))
         names = [*change.set, *{n.split(".")[0] for n in change.incr}, *change.append, *change.discard]
         try:

@@ -6,14 +6,12 @@ phase and conditions.
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections import defaultdict
 from typing import Any
 
-from django.db import connection
-
 from apps.actions.models import ActionLog
 from apps.conversations.models import Conversation
+from apps.ledger import sql
 from apps.ledger.store import iso
 from apps.runs.models import WorkflowLog
 from apps.workspaces.models import Artifact, Closure, Memory
@@ -41,14 +39,13 @@ def list_memory(conversation: Conversation) -> list[dict[str, Any]]:
 
 def active_facts(conversation_id: str) -> list[str]:
     """The remembered facts a model is given (never a cleared one)."""
-    # A plain statement: every run asks before its first model round, mostly to learn there are none.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            'SELECT "text" FROM ' + connection.ops.quote_name(Memory._meta.db_table) +
-            " WHERE conversation_id = %s AND status = 'active' ORDER BY remembered_at, fact_id",
-            [Memory._meta.get_field("conversation").get_db_prep_value(uuid.UUID(str(conversation_id)), connection)],
-        )
-        return [text for (text,) in cursor.fetchall()]
+    # A plain statement (apps/ledger/sql.py): every run asks before its first model round, mostly
+    # to learn there are none.
+    memories = sql.table(Memory)
+    return [text for (text,) in sql.rows(
+        f'SELECT "text" FROM {memories.name} WHERE conversation_id = %s AND status = \'active\' ORDER BY remembered_at, fact_id',
+        [memories.value("conversation_id", conversation_id)],
+    )]
 
 
 # --- artifacts ----------------------------------------------------------------------------------
