@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 
@@ -224,40 +225,39 @@ def _look_again_at_expiry(conversation_id: str) -> None:
     timer.start()
 
 
-# What this thread's `_append`s committed since `execute_run` last read its turn, so the next step
-# is decided without reading back the entries it has just written.
-_journal = threading.local()
+@dataclass
+class _Journal:
+    """What one run's appends committed: the head they left, and the entries since the turn was last read."""
+
+    head: tuple[int, str] | None = None
+    written: list = field(default_factory=list)
 
 
-def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, actor: str = "agent") -> list:
-    known = getattr(_journal, "head", None)
-    guess = known[1] if known is not None and known[0] == conversation_id else None
+def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, journal: _Journal, actor: str = "agent") -> list:
+    guess = journal.head
     while True:
         try:
             with transaction.atomic():
-                recorded, head = store.append_on(
+                recorded, journal.head = store.append_on(
                     guess, conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor,
                     now=timezone.now(), lease=held.token,
                 )
             break
         except store.HeadMoved:
             guess = None  # someone else appended (or took the lease): lock the row and see
-    _journal.head = (conversation_id, head)
-    written = getattr(_journal, "written", None)
-    if written is not None:
-        written.extend(recorded)
+    journal.written.extend(recorded)
     return recorded
 
 
-def _turn_events(conversation_id: str, turn_id: str, known: list) -> tuple[list, bool]:
+def _turn_events(conversation_id: str, turn_id: str, known: list, journal: _Journal) -> tuple[list, bool]:
     """
-    Return the turn's entries: `known` plus what this thread appended since, or the log read afresh.
+    Return the turn's entries: `known` plus what the journal says was appended since, or the log read afresh.
 
     The entries just appended are used only when they directly follow `known` in the conversation's
     log (no gap in `seq`, so no other writer appended in between); otherwise the log is read. The
-    flag says whether anything but this thread's own turn entries may have been written since.
+    flag says whether anything but this run's own turn entries may have been written since.
     """
-    written, _journal.written = getattr(_journal, "written", None) or [], []
+    written, journal.written = journal.written, []
     if known and not written:
         return known, False  # nothing committed since (a model round waiting for its action)
     seqs = [r.seq for r in written]
@@ -311,19 +311,18 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
     events: list = []
     deferred: list = []  # decided but not yet committed: a model round waiting for its read-only action
     before = None  # the committed messages before this turn: they never change while it runs
-    _journal.written = []
-    _journal.head = None
+    journal = _Journal()  # no head known yet: the run's first append locks the row and reads it
 
     def commit(new: list) -> None:
         nonlocal deferred
         batch, deferred = [*deferred, *new], []
-        _append(cid, run.turn_id, batch, held)
+        _append(cid, run.turn_id, batch, held, journal)
         if any(isinstance(e, ModelRound) for e in batch):
             faults.reach("after_model_round")
 
     facts: list[str] | None = None  # the remembered facts, read again only when the log may have changed them
     while True:
-        events, moved = _turn_events(cid, run.turn_id, events)
+        events, moved = _turn_events(cid, run.turn_id, events, journal)
         if moved:
             facts = None
         state = turns.turn_state(events + [_provisional(e, run.turn_id) for e in deferred])
