@@ -390,10 +390,15 @@ def _joins_model_round(step: turns.Step) -> bool:
     """Whether a step may commit together with the model round before it (see execute_run)."""
     if not isinstance(step, turns.RunAction):
         return False
-    if step.tool is None or step.tool.get("kind") == "builtin" or step.call.tool in BUILTIN_TOOLS:
+    if _no_linked_action(step):
         return True  # only log entries: remember, or an unknown tool's failure
     action = ACTIONS.get(step.tool.get("action", ""))
     return action is not None and action.read_only
+
+
+def _no_linked_action(step: turns.RunAction) -> bool:
+    """A built-in tool (remember) or one the assistant does not have: nothing runs but the log."""
+    return step.tool is None or step.tool.get("kind") == "builtin" or step.call.tool in BUILTIN_TOOLS
 
 
 def _history(conversation_id: str, dispatched_seq: int, state: turns.TurnState) -> tuple[list[dict[str, str]], str]:
@@ -437,7 +442,7 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
             persona=run.caller,
         ))
         return
-    if step.tool is None or step.tool.get("kind") == "builtin" or call.tool in BUILTIN_TOOLS:
+    if _no_linked_action(step):
         error = f"unknown tool {call.tool!r}"
         # Recorded as an action that started and failed at once: the action log row the finish
         # updates must exist, or the step cannot commit and the run never ends.
