@@ -22,6 +22,8 @@ class ActionLog(models.Model):
     attempts = models.PositiveIntegerField(default=1)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True)
+    # A re-attempt of an action whose outcome was unknown: {"turn_id", "call_id", "attempted_at"}, else {}.
+    reattempt_of = models.JSONField(default=dict)
 
     class Meta:
         db_table = "action_logs"

@@ -36,10 +36,12 @@ class ActionCall:
     # The handle of this conversation's workspace (apps/workspaces/storage.Workspace): the only
     # files a tool can reach.
     workspace: Any = None
+    # The key a re-attempt is sent with: its first attempt's (PRODUCT.md rule 8). Empty: this call's own.
+    first_key: str = ""
 
     @property
     def idempotency_key(self) -> str:
-        return f"{self.turn_id}:{self.call_id}"
+        return self.first_key or f"{self.turn_id}:{self.call_id}"
 
 
 @dataclass(frozen=True)

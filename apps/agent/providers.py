@@ -40,15 +40,28 @@ class PastRound:
 
 
 @dataclass(frozen=True)
-class ModelRequest:
-    """Everything a provider may look at: the committed history and this turn so far."""
+class PastTurn:
+    """An earlier turn of the conversation as the log recorded it (apps/agent/history.py builds these)."""
 
-    history: list[dict[str, str]]  # [{"role", "text"}] committed messages before this turn
-    message: str  # this turn's user message (for a continuation: the last one)
+    turn_id: str
+    message: str  # the user's message; "" for a continuation
+    continuation: bool
+    rounds: list[PastRound]
+    reply: str  # the committed assistant message, "" when the turn ended without one
+    status: str  # completed | interrupted | failed | expired | abandoned | open
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Everything a provider may look at: the conversation's earlier turns from the record, and this turn so far."""
+
+    history: list[PastTurn]
+    message: str  # this turn's user message; "" for a continuation
     rounds: list[PastRound]
     tools: list[dict[str, Any]]
     closing: bool = False
     memory: list[str] = field(default_factory=list)
+    continuation: bool = False  # this turn goes on with an interrupted one (Continue)
 
 
 class ModelFailed(Exception):
@@ -87,18 +100,20 @@ class ScriptedProvider:
             if not tried:
                 return ModelRound()
             return ModelRound(text="I could not finish this. I tried: " + ", ".join(dict.fromkeys(tried)) + ".")
-        steps = self._steps(request.message)
-        index = len(request.rounds)
+        message, offset, last_result = request.message, 0, None
+        if request.continuation:
+            message, offset, last_result = resume_point(request.history)
+        steps = self._steps(message)
+        index = offset + len(request.rounds)
         if index >= len(steps):
             return ModelRound()
         step = steps[index]
-        last_result: Any = None
         for past in reversed(request.rounds):
             if past.results:
                 last_result = list(past.results.values())[-1]
                 break
         text = step.get("say", "")
-        text = text.replace("{message}", request.message).replace(
+        text = text.replace("{message}", message).replace(
             "{result}", json.dumps(last_result, sort_keys=True, separators=(", ", ": "))
         )
         # {memory}: the facts remembered in this conversation (built-in `remember`), or "nothing".
@@ -116,6 +131,41 @@ class ScriptedProvider:
                 on_draft(so_far)
                 time.sleep(self.stream_delay)
         return ModelRound(text=text, calls=calls, usage={"rounds": 1})
+
+
+def _unsettled(result: Any) -> bool:
+    """A result that says the call's outcome is not known (or was given up on): it has to be made again."""
+    return isinstance(result, dict) and (
+        result.get("outcome") in ("unknown", "not_run") or result.get("expired") is True or result.get("status") == "abandoned"
+    )
+
+
+def resume_point(history: list[PastTurn]) -> tuple[str, int, Any]:
+    """
+    Where a continuation goes on, read from the history as a model reading it would.
+
+    Returns the message of the turn that the interrupted turns (a turn, and the continuations of
+    it that were interrupted too) answer, the index of the first step of its rule whose outcome is
+    not known, and the last known result before it.
+    """
+    chain: list[PastTurn] = []
+    for turn in reversed(history):
+        chain.insert(0, turn)
+        if not turn.continuation:
+            break
+    if not chain or chain[0].continuation:
+        return "", 0, None
+    index, last = 0, None
+    for turn in chain:
+        known = 0
+        for past in turn.rounds:
+            if any(_unsettled(r) for r in past.results.values()):
+                break
+            known += 1
+            if past.results:
+                last = list(past.results.values())[-1]
+        index += known
+    return chain[0].message, index, last
 
 
 def _arguments(raw: str | None) -> dict[str, Any]:
@@ -145,24 +195,51 @@ def _openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+CONTINUE_NOTE = (
+    "The previous turn was interrupted before it finished. Go on from where it stopped, using the results "
+    "above. A call whose outcome is unknown may or may not have taken effect: if you call it again with the "
+    "same arguments it is sent with its first attempt's idempotency key, so the other system can tell."
+)
+
+
+def _round_messages(past: PastRound) -> list[dict[str, Any]]:
+    """A model round with tool calls: the assistant's calls, then one tool message per call, in order."""
+    out: list[dict[str, Any]] = [{
+        "role": "assistant",
+        # Never null: several OpenAI-compatible servers refuse a null content beside tool calls.
+        "content": past.text or "",
+        "tool_calls": [
+            {"id": c.call_id, "type": "function", "function": {"name": c.tool, "arguments": json.dumps(c.arguments)}}
+            for c in past.calls
+        ],
+    }]
+    for c in past.calls:
+        out.append({"role": "tool", "tool_call_id": c.call_id, "content": json.dumps(past.results.get(c.call_id))})
+    return out
+
+
 def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """Build the Chat Completions message list for a request."""
+    """Build the Chat Completions message list for a request: the earlier turns from the record, then this one."""
     messages: list[dict[str, Any]] = []
     if request.memory:
         messages.append({"role": "system", "content": "Facts to remember:\n" + "\n".join(f"- {m}" for m in request.memory)})
-    for m in request.history:
-        messages.append({"role": m["role"], "content": m["text"]})
-    messages.append({"role": "user", "content": request.message})
+    for turn in request.history:
+        if turn.message:
+            messages.append({"role": "user", "content": turn.message})
+        for past in turn.rounds:
+            if past.calls:
+                messages += _round_messages(past)
+        if turn.reply:
+            messages.append({"role": "assistant", "content": turn.reply})
+    if request.continuation:
+        messages.append({"role": "system", "content": CONTINUE_NOTE})
+    else:
+        messages.append({"role": "user", "content": request.message})
     for past in request.rounds:
-        entry: dict[str, Any] = {"role": "assistant", "content": past.text or None}
         if past.calls:
-            entry["tool_calls"] = [
-                {"id": c.call_id, "type": "function", "function": {"name": c.tool, "arguments": json.dumps(c.arguments)}}
-                for c in past.calls
-            ]
-        messages.append(entry)
-        for c in past.calls:
-            messages.append({"role": "tool", "tool_call_id": c.call_id, "content": json.dumps(past.results.get(c.call_id))})
+            messages += _round_messages(past)
+        elif past.text:
+            messages.append({"role": "assistant", "content": past.text})
     if request.closing:
         messages.append(
             {

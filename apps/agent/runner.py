@@ -26,13 +26,13 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, ActionCall, ActionError
-from apps.agent import turns
+from apps.agent import history, turns
 from apps.agent.config import BUILTIN_TOOLS
 from apps.agent.models import Assistant
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.conversations import broadcast, faults, lease
 from apps.conversations.actions import new_id
-from apps.conversations.models import ChatMessage, Conversation, Lease
+from apps.conversations.models import Conversation, Lease
 from apps.ledger import sql, store
 from apps.ledger.store import LeaseLost
 from apps.ledger.types import (
@@ -310,7 +310,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
     ]
     events: list = []
     deferred: list = []  # decided but not yet committed: a model round waiting for its read-only action
-    before = None  # the committed messages before this turn: they never change while it runs
+    earlier: history.History | None = None  # the conversation's other turns, read once per run
     journal = _Journal()  # no head known yet: the run's first append locks the row and reads it
 
     def commit(new: list) -> None:
@@ -338,11 +338,12 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
             continue
         if isinstance(step, turns.Done | turns.Wait):
             return
+        if isinstance(step, turns.CallModel | turns.RequestClient | turns.RunAction):
+            earlier = earlier or _earlier_turns(cid, run.turn_id)
         if isinstance(step, turns.CallModel):
-            before = before or _history(cid, run.dispatched_seq, state)
-            history, message = before
             request = ModelRequest(
-                history=history, message=message, rounds=turns.past_rounds(state), tools=tools, closing=step.closing,
+                history=earlier.turns, message=state.message, continuation=state.continuation,
+                rounds=turns.past_rounds(state), tools=tools, closing=step.closing,
                 memory=facts if facts is not None else (facts := active_facts(cid)),
             )
             try:
@@ -361,10 +362,10 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
                 )
             )
         elif isinstance(step, turns.RequestClient):
-            commit([_request_event(run, state, config, c) for c in step.calls])
+            commit([_request_event(run, state, config, c, earlier) for c in step.calls])
             return
         elif isinstance(step, turns.RunAction):
-            _run_action(cid, run, step, held, commit)
+            _run_action(cid, run, step, held, commit, earlier)
         elif isinstance(step, turns.Ambiguous):
             call = step.call
             commit([TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool, idempotency_key=f"{run.turn_id}:{call.call_id}")])
@@ -401,21 +402,28 @@ def _no_linked_action(step: turns.RunAction) -> bool:
     return step.tool is None or step.tool.get("kind") == "builtin" or step.call.tool in BUILTIN_TOOLS
 
 
-def _history(conversation_id: str, dispatched_seq: int, state: turns.TurnState) -> tuple[list[dict[str, str]], str]:
-    messages = [
-        {"role": role, "text": text}
-        for role, text in sql.rows(
-            f'SELECT role, "text" FROM {sql.table(ChatMessage).name} WHERE conversation_id = %s AND seq <= %s ORDER BY seq',
-            [sql.table(ChatMessage).value("conversation_id", conversation_id), dispatched_seq],
-        )
-    ]
-    if state.continuation:
-        last_user = next((m["text"] for m in reversed(messages) if m["role"] == "user"), "")
-        return messages, last_user
-    return messages[:-1], state.message
+def _earlier_turns(conversation_id: str, turn_id: str) -> history.History:
+    """The conversation's other turns as the log recorded them: what every model round is told."""
+    return history.build(store.read(conversation_id), exclude_turn=turn_id)
 
 
-def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call: turns.CallState):
+def _reattempt(call: turns.CallState, tool: dict, earlier: history.History) -> dict:
+    """
+    The first attempt a side-effecting call repeats (its `reattempt_of`), or {} for a new action.
+
+    An approval asked for as a re-attempt stays one: the person approved sending it under the
+    first attempt's key, whatever became known since.
+    """
+    action = ACTIONS.get(tool.get("action", ""))
+    if action is None or not action.side_effecting:
+        return {}
+    if call.reattempt_of:
+        return call.reattempt_of
+    attempt = earlier.reattempt_of(call.tool, call.arguments)
+    return attempt.link() if attempt else {}
+
+
+def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call: turns.CallState, earlier: history.History):
     if call.tool == "ask_question":
         question = str(call.arguments.get("question") or call.arguments.get("label") or "Could you tell me more?")
         return QuestionRequest(run_id=run.run_id, call_id=call.call_id, question=question, arguments={})
@@ -427,6 +435,7 @@ def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call:
             tool=call.tool,
             arguments=call.arguments,
             required_approver=state.required_approver or config.get("required_approver", ""),
+            reattempt_of=_reattempt(call, tool, earlier),
         )
     expires_at = ""
     if state.mode == "simple":
@@ -434,7 +443,7 @@ def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call:
     return ClientActionRequested(run_id=run.run_id, call_id=call.call_id, tool=call.tool, arguments=call.arguments, expires_at=expires_at)
 
 
-def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held, commit) -> None:
+def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held, commit, earlier: history.History) -> None:
     call = step.call
     if call.tool == "remember":
         commit(workspace_actions.remember_call(
@@ -452,6 +461,11 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
         commit([started, finished])
         return
     action = ACTIONS[step.tool["action"]]
+    # A retry in this turn keeps the key it started with; a re-attempt of an earlier turn's
+    # unknown outcome takes that attempt's key, so the receiving system can deduplicate it.
+    reattempt_of = _reattempt(call, step.tool, earlier) if step.attempt == 1 else {}
+    first = reattempt_of or {"turn_id": run.turn_id, "call_id": call.call_id}
+    first_key = call.idempotency_key or f"{first['turn_id']}:{first['call_id']}"
     started = ActionStarted(
         run_id=run.run_id,
         call_id=call.call_id,
@@ -459,15 +473,17 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
         action=action.name,
         arguments=call.arguments,
         side_effecting=action.side_effecting,
-        idempotency_key=f"{run.turn_id}:{call.call_id}",
+        idempotency_key=first_key,
         attempt=step.attempt,
+        reattempt_of=reattempt_of,
     )
     if not action.read_only:
         commit([started])  # before the action runs: a crash then leaves a start without a finish
     try:
         if "_malformed_arguments" in call.arguments:
             raise ActionError("the tool call's arguments were not valid JSON; call it again with a JSON object")
-        output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.arguments, workspace=Workspace(cid, lease=held.token)))
+        output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.arguments,
+                                       workspace=Workspace(cid, lease=held.token), first_key=first_key))
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output=output)
     except ActionError as exc:
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=str(exc))

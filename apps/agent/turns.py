@@ -34,6 +34,11 @@ class CallState:
     completion: dict[str, Any] | None = None
     resolution: str = ""
     resolution_note: str = ""  # what the person who resolved a quarantine confirmed
+    resolution_result: Any = None  # the result staff recorded with "done", as the downstream system reports it
+    attempted_at: str = ""  # when its action first started
+    idempotency_key: str = ""  # the key its action was sent with (a re-attempt's is its first attempt's)
+    reattempt_of: dict[str, Any] | None = None  # the earlier attempt an approval request repeats
+    expired: bool = False
 
 
 @dataclass
@@ -58,6 +63,7 @@ class TurnState:
     ended: str = ""
     ambiguous_call: str = ""
     retries: int = 0
+    reply: str = ""
 
 
 def turn_state(events: list[Recorded]) -> TurnState:
@@ -80,6 +86,7 @@ def turn_state(events: list[Recorded]) -> TurnState:
             s.rounds.append(RoundState(p["round"], p.get("text", ""), ids, p.get("closing", False)))
         elif k in ("client_action_requested", "approval_request", "question_request"):
             s.calls[p["call_id"]].requested = k
+            s.calls[p["call_id"]].reattempt_of = p.get("reattempt_of") or None
         elif k == "client_result_accepted":
             s.calls[p["call_id"]].answer = {"output": p["output"]}
             s.calls[p["call_id"]].answered_by = p.get("answered_by", "")
@@ -90,8 +97,10 @@ def turn_state(events: list[Recorded]) -> TurnState:
             s.calls[p["call_id"]].answer = {"answer": p["answer"]}
             s.calls[p["call_id"]].answered_by = p.get("answered_by", "")
         elif k == "action_started":
-            s.calls[p["call_id"]].started = p.get("attempt", 1)
-            s.calls[p["call_id"]].finished = None
+            call = s.calls[p["call_id"]]
+            call.started, call.finished = p.get("attempt", 1), None
+            if not call.attempted_at:
+                call.attempted_at, call.idempotency_key = rec.created_at, p.get("idempotency_key", "")
         elif k == "action_finished":
             s.calls[p["call_id"]].finished = p
         elif k == "completion_requested":
@@ -101,37 +110,66 @@ def turn_state(events: list[Recorded]) -> TurnState:
         elif k == "quarantine_resolved":
             s.calls[p["call_id"]].resolution = p["resolution"]
             s.calls[p["call_id"]].resolution_note = p.get("note", "")
+            s.calls[p["call_id"]].resolution_result = p.get("result")
             s.ambiguous_call = ""
+            # Done and abandon settle the outcome and end the turn: Continue goes on from the record.
+            # Not done and retry runs the action again in this turn, under its first key.
             if p["resolution"] == "abandon":
                 s.ended = "turn_abandoned"
+            elif p["resolution"] == "done":
+                s.ended = "turn_resolved"
         elif k == "turn_retried":
             s.retries += 1
         elif k in ENDING_KINDS:
             s.ended = k
+            if k == "turn_complete":
+                s.reply = p.get("text", "")
+            elif k == "turn_expired":
+                for call_id in p.get("call_ids", []):
+                    if call_id in s.calls:
+                        s.calls[call_id].expired = True
     return s
 
 
-def call_result(call: CallState) -> Any:
-    """The result the model sees for a resolved call."""
+UNKNOWN_NOTE = "The server stopped while this action was under way: it may or may not have taken effect."
+
+
+def call_result(call: CallState, *, settled: bool = False) -> Any:
+    """
+    The result the model sees for a call: None while it has none yet.
+
+    `settled`: the call's turn is over (an earlier turn in the history), so a call without a
+    result is said to have an unknown outcome (its action started), to have expired, or not to
+    have run at all.
+    """
     if call.completion is not None:
         return {"completed": call.completion["outcome"] == "completed", "reason": call.completion.get("reason", "")}
     if call.resolution == "done" and call.finished is None:
-        return {"status": "done", "note": call.resolution_note or "confirmed by staff after an interruption"}
+        done = {"status": "done", "note": call.resolution_note or "confirmed by staff after an interruption"}
+        return done if call.resolution_result is None else {**done, "result": call.resolution_result}
+    if call.resolution == "abandon" and call.finished is None:
+        return {"status": "abandoned", "note": call.resolution_note}
     if call.answer is not None and "decision" in call.answer and call.answer["decision"] == "deny":
         return {"denied": True, "answered_by": call.answered_by}
     if call.finished is not None:
         return call.finished.get("output") if call.finished["ok"] else {"error": call.finished.get("error", "failed")}
-    if call.answer is not None:
+    if call.answer is not None and "decision" not in call.answer:
         return call.answer.get("output", call.answer)
-    return None
+    if not settled:
+        return None
+    if call.started:
+        return {"outcome": "unknown", "attempted_at": call.attempted_at, "note": UNKNOWN_NOTE}
+    if call.expired:
+        return {"expired": True}
+    return {"outcome": "not_run"}
 
 
-def past_rounds(state: TurnState) -> list[PastRound]:
+def past_rounds(state: TurnState, *, settled: bool = False) -> list[PastRound]:
     return [
         PastRound(
             text=r.text,
             calls=[ToolCall(c, state.calls[c].tool, state.calls[c].arguments) for c in r.call_ids],
-            results={c: call_result(state.calls[c]) for c in r.call_ids},
+            results={c: call_result(state.calls[c], settled=settled) for c in r.call_ids},
         )
         for r in state.rounds
         if not r.closing

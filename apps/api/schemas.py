@@ -199,6 +199,14 @@ class MessageOut(Schema):
     created_at: str | None
 
 
+class ReattemptOf(Schema):
+    """The earlier attempt at the same action whose outcome is unknown (PRODUCT.md rule 8)."""
+
+    turn_id: str
+    call_id: str
+    attempted_at: str = Field(description="when the earlier attempt started (ISO 8601)")
+
+
 class PendingClientAction(Schema):
     model_config = ConfigDict(extra="allow")
 
@@ -207,6 +215,11 @@ class PendingClientAction(Schema):
     tool: str
     arguments: dict[str, Any]
     requested_at: str | None
+    reattempt_of: ReattemptOf | None = Field(
+        None,
+        description="present when this approval is for a re-attempt of an action whose earlier attempt's outcome is unknown: "
+        "it is sent with that attempt's Idempotency-Key, and may already have gone through",
+    )
 
 
 class AnsweredClientAction(PendingClientAction):

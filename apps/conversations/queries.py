@@ -73,6 +73,7 @@ def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dic
                 "tool": usage.tool,
                 "arguments": usage.arguments,
                 "requested_at": _when(usage.requested_at),
+                "reattempt_of": usage.reattempt_of or None,
             }
             if usage.status == "pending":
                 pending.append(item)

@@ -100,7 +100,7 @@ def _answer(rec: Recorded, *, status: str, output: Any, answered_by: str) -> Cha
     )
 
 
-def _request(rec: Recorded, kind: str, tool: str, arguments: dict, expires_at: str = "") -> Change:
+def _request(rec: Recorded, kind: str, tool: str, arguments: dict, expires_at: str = "", reattempt_of: dict | None = None) -> Change:
     p = rec.payload
     return Change(
         "tool_usage_logs",
@@ -119,6 +119,7 @@ def _request(rec: Recorded, kind: str, tool: str, arguments: dict, expires_at: s
             "answered_at": None,
             "accepted_seq": None,
             "expires_at": expires_at or None,
+            "reattempt_of": reattempt_of or {},
         },
     )
 
@@ -233,6 +234,7 @@ def changes(conversation_id: str, rec: Recorded) -> list[Change]:
                     "attempts": 1,
                     "started_at": rec.created_at,
                     "finished_at": None,
+                    "reattempt_of": p.get("reattempt_of") or {},
                 },
             )
         ]
@@ -262,7 +264,7 @@ def changes(conversation_id: str, rec: Recorded) -> list[Change]:
         ]
     if k == "approval_request":
         return [
-            _request(rec, "approval", p["tool"], p["arguments"]),
+            _request(rec, "approval", p["tool"], p["arguments"], reattempt_of=p.get("reattempt_of")),
             Change(
                 "workflow_logs",
                 (p["run_id"],),
@@ -354,7 +356,8 @@ def changes(conversation_id: str, rec: Recorded) -> list[Change]:
             Change("action_logs", (rec.turn_id, p["call_id"]), set={"status": status}),
             _run(
                 rec,
-                status="running" if resolution in ("done", "not_done_retry") else "interrupted",
+                # Only a retry runs on in this turn; done and abandon leave it for Continue.
+                status="running" if resolution == "not_done_retry" else "interrupted",
                 progress=f"Quarantine resolved ({resolution.replace('_', ' ')})",
                 quarantined=False,
             ),

@@ -14,9 +14,16 @@ from typing import Any, ClassVar
 @dataclass(frozen=True)
 class EventKind:
     kind: ClassVar[str] = ""
+    # Fields added to a kind after entries of it were written: left out of the payload while empty,
+    # so an entry that does not use them reads (and hashes) as it always did.
+    added: ClassVar[tuple[str, ...]] = ()
 
     def payload(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for name in self.added:
+            if out[name] in (None, {}, []):
+                del out[name]
+        return out
 
 
 KINDS: dict[str, type[EventKind]] = {}
@@ -88,6 +95,7 @@ class ToolCallRequested(EventKind):
 @_kind("action_started")
 @dataclass(frozen=True)
 class ActionStarted(EventKind):
+    added = ("reattempt_of",)
     run_id: str
     call_id: str
     tool: str
@@ -96,6 +104,9 @@ class ActionStarted(EventKind):
     side_effecting: bool
     idempotency_key: str
     attempt: int = 1
+    # A re-attempt of an action whose outcome was unknown: {"turn_id", "call_id", "attempted_at"} of
+    # its first attempt, whose idempotency key it is sent with (PRODUCT.md rule 8).
+    reattempt_of: dict = field(default_factory=dict)
 
 
 @_kind("action_finished")
@@ -133,11 +144,13 @@ class ClientResultAccepted(EventKind):
 @_kind("approval_request")
 @dataclass(frozen=True)
 class ApprovalRequest(EventKind):
+    added = ("reattempt_of",)
     run_id: str
     call_id: str
     tool: str
     arguments: dict
     required_approver: str = ""
+    reattempt_of: dict = field(default_factory=dict)  # as on ActionStarted
 
 
 @_kind("approval_response")
@@ -229,10 +242,12 @@ class TurnRetried(EventKind):
 @_kind("quarantine_resolved")
 @dataclass(frozen=True)
 class QuarantineResolved(EventKind):
+    added = ("result",)
     run_id: str
     call_id: str
     resolution: str  # done | not_done_retry | abandon
     note: str = ""
+    result: Any = None  # with done: the result the downstream system reports, if staff recorded one
 
 
 @_kind("conversation_completed")

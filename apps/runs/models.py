@@ -49,6 +49,8 @@ class ToolUsageLog(models.Model):
     answered_at = models.DateTimeField(null=True)
     accepted_seq = models.PositiveIntegerField(null=True)
     expires_at = models.DateTimeField(null=True)
+    # An approval of a re-attempt: {"turn_id", "call_id", "attempted_at"} of the first attempt, else {}.
+    reattempt_of = models.JSONField(default=dict)
 
     class Meta:
         db_table = "tool_usage_logs"

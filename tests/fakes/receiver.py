@@ -1,4 +1,9 @@
-"""A local webhook receiver that records every delivery (headers and body) and answers JSON."""
+"""
+A local webhook receiver that records every delivery (headers and body) and answers JSON.
+
+Like a shop that honours `Idempotency-Key`, it answers a repeated key with the refund it made for
+that key the first time.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Receiver:
     def __init__(self, *, status: int = 200) -> None:
         self.deliveries: list[dict] = []
+        self.refunds: dict[str, str] = {}  # Idempotency-Key -> the refund made for it
         self.status = status
         receiver = self
 
@@ -17,7 +23,9 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 receiver.deliveries.append({"headers": dict(self.headers), "body": body, "path": self.path})
-                data = json.dumps({"refund_id": f"R-{len(receiver.deliveries)}"}).encode()
+                key = next((v for k, v in self.headers.items() if k.lower() == "idempotency-key"), "")
+                refund = receiver.refunds.setdefault(key, f"R-{len(receiver.refunds) + 1}")
+                data = json.dumps({"refund_id": refund}).encode()
                 self.send_response(receiver.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

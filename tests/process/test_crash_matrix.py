@@ -291,12 +291,24 @@ class TestAmbiguousAction:
         assert not of_turn(seen.final, seen.turn_id, "turn_retried")
         assert not of_turn(seen.final, seen.turn_id, "turn_complete")
 
-    def test_the_side_effect_reached_the_receiver_at_most_once(self, lab):
+    def test_every_delivery_of_the_action_carries_the_first_attempts_idempotency_key(self, lab):
         seen = lab.observe("during_action")
 
-        keys = [w["idempotency_key"] for w in seen.webhooks if w["idempotency_key"].startswith(seen.turn_id + ":")]
-        assert keys == [f"{seen.turn_id}:call_1_1"]
+        # Once from the process that died, once more as the re-attempt after Continue: one identity.
+        assert [w["idempotency_key"] for w in seen.webhooks if w["idempotency_key"].startswith(seen.turn_id + ":")] == [
+            f"{seen.turn_id}:call_1_1"] * 2
+        assert not [w for w in seen.webhooks if w["idempotency_key"].startswith(seen.followup_turn_id + ":")]
         assert [e["payload"]["attempt"] for e in of_turn(seen.final, seen.turn_id, "action_started")] == [1]
+
+    def test_the_log_links_the_reattempt_to_the_first_attempt(self, lab):
+        seen = lab.observe("during_action")
+
+        [first] = of_turn(seen.final, seen.turn_id, "action_started")
+        [again] = of_turn(seen.final, seen.followup_turn_id, "action_started")
+        assert again["payload"]["idempotency_key"] == first["payload"]["idempotency_key"] == f"{seen.turn_id}:call_1_1"
+        link = again["payload"]["reattempt_of"]
+        assert (link["turn_id"], link["call_id"]) == (seen.turn_id, "call_1_1") and link["attempted_at"]
+        assert lab.check("during_action")["replay"]["ok"] and lab.check("during_action")["verify"]["ok"]
 
     def test_continue_completes_a_new_turn_from_the_stored_history(self, lab):
         seen = lab.observe("during_action")
@@ -304,7 +316,8 @@ class TestAmbiguousAction:
         new_turn = of_turn(seen.final, seen.followup_turn_id)
         assert new_turn[0]["kind"] == "turn_dispatched" and new_turn[0]["payload"]["continuation"] is True
         assert lab.rows.run(seen.followup_turn_id)["status"] == "completed"
-        assert seen.final["messages"][-1]["text"] == 'Refund issued: {"refund_id": "R-2"}.'
+        # The receiver answers a repeated key with its first refund: there is one refund, R-1.
+        assert seen.final["messages"][-1]["text"] == 'Refund issued: {"refund_id": "R-1"}.'
         assert "Refunding now." not in [m["text"] for m in seen.final["messages"]]
 
 

@@ -1,0 +1,114 @@
+"""
+A conversation's history as a model sees it, built from the log (PRODUCT.md rule 8, "History is the record").
+
+Pure: no Django. `build(entries)` reads every entry of a conversation's earlier turns into `PastTurn`s
+(the user's message, each model round's calls with the outcome of each, the reply) and finds the
+attempts whose outcome nobody knows: a side-effecting action that started and never finished, in a
+turn quarantined as ambiguous and not resolved since. A later call of the same tool with the same
+canonical arguments is a re-attempt of the first of them (`History.reattempt_of`).
+
+The runner builds the request of every model round from it, and replay builds it from the same
+entries, so what a model was told can always be read back from the record.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.agent import turns
+from apps.agent.providers import PastRound, PastTurn, ToolCall
+from apps.ledger.types import Recorded
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """The first attempt at a logical action whose outcome is unknown."""
+
+    turn_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    attempted_at: str
+    idempotency_key: str
+
+    def link(self) -> dict[str, str]:
+        """What a re-attempt records of it (`reattempt_of`)."""
+        return {"turn_id": self.turn_id, "call_id": self.call_id, "attempted_at": self.attempted_at}
+
+
+@dataclass(frozen=True)
+class History:
+    turns: list[PastTurn] = field(default_factory=list)
+    unknown: dict[tuple[str, str], Attempt] = field(default_factory=dict)
+
+    def reattempt_of(self, tool: str, arguments: dict[str, Any]) -> Attempt | None:
+        """The earlier attempt a call of `tool` with `arguments` repeats, while that attempt's outcome is unknown."""
+        return self.unknown.get(action_key(tool, arguments))
+
+
+def action_key(tool: str, arguments: dict[str, Any]) -> tuple[str, str]:
+    """What makes two calls the same logical action: the tool and its canonical arguments."""
+    return tool, json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_STATUS = {
+    "turn_complete": "completed",
+    "turn_failed": "failed",
+    "turn_expired": "expired",
+    "turn_interrupted": "interrupted",
+    "turn_abandoned": "abandoned",
+    "turn_resolved": "interrupted",  # staff confirmed the unknown outcome: the turn waits for Continue
+}
+
+
+def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
+    """
+    Read a conversation's entries (in `seq` order) into its history, leaving out `exclude_turn`.
+
+    Entries without a dispatched turn (participants, memory cleared by staff) are not part of any turn.
+    """
+    by_turn: dict[str, list[Recorded]] = {}
+    remembered: dict[str, tuple[str, str]] = {}  # fact id -> the (turn, call) of `remember` that made it
+    cleared: set[str] = set()
+    for rec in entries:
+        if rec.kind == "memory_remembered":
+            remembered[rec.payload["fact_id"]] = (rec.turn_id, rec.payload["call_id"])
+        elif rec.kind == "memory_cleared":
+            cleared.update(rec.payload["fact_ids"])
+        if rec.turn_id and rec.turn_id != exclude_turn:
+            by_turn.setdefault(rec.turn_id, []).append(rec)
+    forgotten = {remembered[f] for f in cleared if f in remembered}
+    out: list[PastTurn] = []
+    unknown: dict[tuple[str, str], Attempt] = {}
+    for turn_id, events in by_turn.items():
+        if not any(e.kind == "turn_dispatched" for e in events):
+            continue
+        state = turns.turn_state(events)
+        # A later finished call of the same action settles what an earlier attempt left unknown.
+        for call in state.calls.values():
+            if call.finished is not None:
+                unknown.pop(action_key(call.tool, call.arguments), None)
+        if state.ambiguous_call:
+            call = state.calls[state.ambiguous_call]
+            unknown.setdefault(
+                action_key(call.tool, call.arguments),
+                Attempt(turn_id, call.call_id, call.tool, call.arguments, call.attempted_at, call.idempotency_key),
+            )
+        status = "interrupted" if state.ambiguous_call else _STATUS.get(state.ended, "open")
+        rounds = [_forget(r, turn_id, forgotten) for r in turns.past_rounds(state, settled=True)]
+        out.append(PastTurn(turn_id, "" if state.continuation else state.message, state.continuation, rounds, state.reply, status))
+    return History(out, unknown)
+
+
+FORGOTTEN = "(a fact that was cleared from memory)"
+
+
+def _forget(past: PastRound, turn_id: str, forgotten: set[tuple[str, str]]) -> PastRound:
+    """A round whose `remember` calls made facts cleared since: their text never reaches a model again."""
+    if not any((turn_id, c.call_id) in forgotten for c in past.calls):
+        return past
+    calls = [ToolCall(c.call_id, c.tool, {"fact": FORGOTTEN}) if (turn_id, c.call_id) in forgotten else c for c in past.calls]
+    results = {call_id: {"forgotten": True} if (turn_id, call_id) in forgotten else value for call_id, value in past.results.items()}
+    return PastRound(past.text, calls, results)
