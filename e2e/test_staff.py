@@ -7,6 +7,7 @@ import os
 import subprocess
 import time
 
+import httpx
 import pytest
 from playwright.sync_api import expect
 
@@ -102,23 +103,34 @@ def test_a_staff_member_inspects_verifies_and_resolves_a_quarantined_turn(browse
     expect(card).to_contain_text("issue_refund")
     expect(card).to_contain_text(f"{crashed_refund['turn_id']}:")
     screenshot(queue, "staff-quarantine")
+    expect(card).to_contain_text("The customer has not continued yet.")
     card.get_by_label("What you confirmed").fill("Refund R-1 exists in the shop for this idempotency key")
+    card.get_by_label("The result the other system reports").fill('{"refund_id": "R-1"}')
     card.get_by_role("button", name="Mark as done").click()
     expect(queue.get_by_role("status")).to_contain_text("recorded as staff:ops")
     expect(queue.locator(f"#run-{crashed_refund['run_id']}")).to_have_count(0)
 
-    # The inspector that stayed open updates by itself: the signed resolution, then the finished turn.
+    # The inspector that stayed open updates by itself with the signed resolution.
     expect(page.locator("#timeline")).to_contain_text("quarantine_resolved", timeout=10_000)
     expect(page.locator("#timeline")).to_contain_text("staff:ops")
+
+    # The customer is told, and Continue goes on from the recorded result without sending the refund again.
+    customer = context.new_page()
+    customer.goto(f"{waypoint_server.url}/c/{cid}?token={crashed_refund['token']}")
+    expect(customer.locator("#cards")).to_contain_text("Our team has since confirmed that it went through.")
+    expect(customer.locator("#cards")).to_contain_text("Continue picks up from there without doing it again.")
+    screenshot(customer, "customer-confirmed-done")
+    customer.get_by_role("button", name="Continue").click()
+    expect(customer.get_by_role("log")).to_contain_text('"refund_id": "R-1"', timeout=10_000)
+    expect(customer.get_by_role("log")).to_contain_text("Refund issued")
+
     expect(page.locator("#transcript")).to_contain_text("Refund issued", timeout=10_000)
     expect(page.locator("#summary")).to_contain_text("completed")
     page.get_by_role("button", name="Verify").click()
     expect(page.locator("#check-result")).to_contain_text("✓ Verify: all")
     screenshot(page, "staff-resolved")
-
-    customer = context.new_page()
-    customer.goto(f"{waypoint_server.url}/c/{cid}?token={crashed_refund['token']}")
-    expect(customer.get_by_role("log")).to_contain_text("Refund issued")
+    refunds = httpx.get(waypoint_server.url + "/demo/hooks/refund").json()["refunds"]
+    assert [r["deliveries"] for r in refunds if r["idempotency_key"].startswith(crashed_refund["turn_id"] + ":")] == [1]
     context.close()
 
 

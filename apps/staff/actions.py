@@ -45,7 +45,7 @@ class NotQuarantined(WaypointError):
 
 
 class TurnMovedOn(WaypointError):
-    """A later turn started after this one, so it cannot continue; abandon it and note what you confirmed."""
+    """A later turn started after this one, so it cannot run again; mark it done or abandon it and note what you confirmed."""
 
     code = "turn_moved_on"
     status = 409
@@ -56,11 +56,13 @@ def staff_identity(user: Any) -> str:
     return f"staff:{user.get_username()}"
 
 
-def check_resolution(*, resolution: Any, note: Any) -> tuple[str, str]:
+def check_resolution(*, resolution: Any, note: Any, result: Any = "") -> tuple[str, str, Any]:
     """
-    Check a quarantine resolution form and return (resolution, note).
+    Check a quarantine resolution form and return (resolution, note, result).
 
-    :raises BadInput: an unknown resolution, an over-long note, or "done" without the outcome
+    `result` is what the downstream system reports for a "done" action (say its refund record):
+    JSON, or plain text kept as text; empty for none.
+    :raises BadInput: an unknown resolution, an over-long note or result, or "done" without the outcome
     """
     if resolution not in RESOLUTIONS:
         raise BadInput(f"resolution must be one of {', '.join(RESOLUTIONS)}")
@@ -69,24 +71,35 @@ def check_resolution(*, resolution: Any, note: Any) -> tuple[str, str]:
         raise BadInput(f"the note is longer than {MAX_NOTE_CHARS} characters")
     if resolution == "done" and not note:
         raise BadInput("say what outcome you confirmed (for example the refund id) to mark the action as done")
-    return resolution, note
+    text = result.strip() if isinstance(result, str) else ""
+    if len(text) > MAX_NOTE_CHARS:
+        raise BadInput(f"the result is longer than {MAX_NOTE_CHARS} characters")
+    if resolution != "done" or not text:
+        return resolution, note, None
+    try:
+        return resolution, note, json.loads(text)
+    except ValueError:
+        return resolution, note, text
 
 
-def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, now: datetime) -> Recorded:
+def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, now: datetime, result: Any = "") -> Recorded:
     """
     Record a person's resolution of a quarantined (ambiguous) turn as a signed event.
 
-    "done" records the outcome the person confirmed and lets the turn finish without running the
-    action again; "not_done_retry" lets the turn run the action again (same idempotency key);
-    "abandon" ends the turn, which stays interrupted so the customer can Continue. The runner is
-    kicked once the resolution has committed.
+    Each becomes the outcome the model sees in the conversation's history. "done" records the
+    outcome the person confirmed (and the result the downstream system reports, if given): the
+    turn stays interrupted and the customer's Continue goes on from it without running the action
+    again. "abandon" records that nobody will find out: a later identical call is a new action.
+    "not_done_retry" runs the action again in the same turn under the same idempotency key; the
+    runner is kicked once it has committed. Done and abandon may be recorded after the customer
+    continued (the record then says what the re-attempt repeated); a retry may not.
     :raises BadInput: see `check_resolution`
     :raises NotFound: no such run
     :raises NotQuarantined: the run is not quarantined (resolved already)
-    :raises TurnMovedOn: done or retry asked for a turn that a later turn followed
-    :raises ConversationIsCompleted: done or retry on a completed conversation
+    :raises TurnMovedOn: a retry asked for a turn that a later turn followed
+    :raises ConversationIsCompleted: a retry on a completed conversation
     """
-    resolution, note = check_resolution(resolution=resolution, note=note)
+    resolution, note, result = check_resolution(resolution=resolution, note=note, result=result)
     conversation_id = WorkflowLog.objects.filter(run_id=run_id).values_list("conversation_id", flat=True).first()
     if conversation_id is None:
         raise NotFound("no such run")
@@ -96,20 +109,20 @@ def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, n
         ambiguous = ActionLog.objects.filter(turn_id=run.turn_id, status="ambiguous").order_by("started_at", "id").first()
         if not run.quarantined or ambiguous is None:
             raise NotQuarantined()
-        if resolution != "abandon":
+        if resolution == "not_done_retry":
             if conversation.status == "completed":
                 raise ConversationIsCompleted()
             if WorkflowLog.objects.filter(conversation_id=conversation.id, dispatched_seq__gt=run.dispatched_seq).exists():
                 raise TurnMovedOn()
         recorded = store.append(
             conversation_id=str(conversation.id),
-            events=[QuarantineResolved(run_id=run.run_id, call_id=ambiguous.call_id, resolution=resolution, note=note)],
+            events=[QuarantineResolved(run_id=run.run_id, call_id=ambiguous.call_id, resolution=resolution, note=note, result=result)],
             turn_id=run.turn_id,
             actor=actor,
             now=now,
             head=(conversation.head_seq, conversation.head_hash),
         )
-        if resolution != "abandon":
+        if resolution == "not_done_retry":
             transaction.on_commit(partial(runner.kick, str(conversation.id)))
     return recorded[0]
 

@@ -458,8 +458,27 @@ def quarantine_queue(*, limit: int = 100) -> list[dict[str, Any]]:
         if action is not None:
             action.arguments_text = _pretty(action.arguments)
         items.append({"run": run, "conversation": run.conversation, "assistant": run.conversation.assistant,
-                      "action": action, "message": asked.get(run.turn_id, "")})
+                      "action": action, "message": asked.get(run.turn_id, ""), "since": _since(run, action)})
     return items
+
+
+def _since(run: WorkflowLog, action: ActionLog | None) -> str:
+    """What happened after the interruption: whether the customer continued, and what became of a re-attempt."""
+    if not WorkflowLog.objects.filter(conversation_id=run.conversation_id, dispatched_seq__gt=run.dispatched_seq).exists():
+        return "The customer has not continued yet."
+    if action is not None:
+        repeat = (ActionLog.objects.filter(conversation_id=run.conversation_id, reattempt_of__turn_id=run.turn_id,
+                                           reattempt_of__call_id=action.call_id).order_by("-started_at").first())
+        if repeat is not None:
+            outcome = {"succeeded": "it succeeded", "failed": "it failed", "started": "it is under way"}.get(
+                repeat.status, "its outcome is unknown too")
+            return (f"The customer continued: a re-attempt went out at {repeat.started_at:%Y-%m-%d %H:%M:%S} "
+                    f"under the same idempotency key, and {outcome}.")
+        waiting = ToolUsageLog.objects.filter(conversation_id=run.conversation_id, status="pending",
+                                              reattempt_of__turn_id=run.turn_id, reattempt_of__call_id=action.call_id)
+        if waiting.exists():
+            return "The customer continued: a re-attempt waits for approval, under the same idempotency key."
+    return "The customer continued; the action has not been tried again."
 
 
 # --- assistants, API keys, personas -------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import nh3
@@ -73,6 +74,49 @@ def _title(call: dict[str, Any], tool: dict[str, Any]) -> str:
 ACTIVE = ("running", "waiting")
 
 
+def tool_name(tool: dict[str, Any], name: str) -> str:
+    """What people call a tool: its `display_name`, else its name in words."""
+    return tool.get("display_name") or name.replace("_", " ")
+
+
+def clock_time(iso: str | None) -> str:
+    """HH:MM UTC of an ISO time, as a card says when something happened."""
+    if not iso:
+        return ""
+    try:
+        moment = datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        return ""
+    return moment.strftime("%H:%M UTC")
+
+
+def interruption(state: dict[str, Any], tools: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """
+    What the Continue card says of an interrupted turn: why it stopped and what Continue will do.
+
+    A side-effecting action whose outcome is unknown is being checked; once staff confirmed it
+    went through, Continue goes on without doing it again.
+    """
+    unknown = next((s for s in state["tool_summary"] if s["state"] == "ambiguous"), None)
+    confirmed = next((s for s in state["tool_summary"] if s["state"] == "resolved_done"), None)
+    if state["run_status"] == "failed":
+        return {"why": "Something went wrong while the reply was being prepared.",
+                "next": "Nothing you sent was lost: Continue tries again from the last step that finished."}
+    if state["run_status"] == "expired":
+        return {"why": "Nobody answered the last request in time.", "next": "Continue asks again."}
+    if confirmed is not None:
+        name = tool_name(tools.get(confirmed["tool"], {}), confirmed["tool"])
+        return {"why": f"It stopped while “{name}” was under way. Our team has since confirmed that it went through.",
+                "next": "Continue picks up from there without doing it again."}
+    if unknown is not None:
+        name = tool_name(tools.get(unknown["tool"], {}), unknown["tool"])
+        return {"why": f"It stopped while “{name}” was under way. We are checking whether it went through, "
+                       "so it was not repeated automatically.",
+                "next": f"Continue carries on from there. If “{name}” is tried again, it is sent under the same "
+                        "reference as before, so it can be recognised as a repeat and not done twice."}
+    return {"why": "It stopped before it finished.", "next": "Nothing you sent was lost: Continue picks up from here."}
+
+
 def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """Add the display fields the templates need to a `conversation_state`."""
     tools = {t["name"]: t for t in config.get("tools", [])}
@@ -80,6 +124,8 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         message["html"] = mark_safe(render_markdown(message["text"]))  # noqa: S308 - sanitised by nh3 above
     for call in state["pending_client_actions"]:
         tool = tools.get(call["tool"], {})
+        if call.get("reattempt_of"):
+            call["reattempt_at"] = clock_time(call["reattempt_of"].get("attempted_at"))
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
         call["arguments_json"] = json.dumps(call["arguments"], sort_keys=True)
         call["answered_by_application"] = tool.get("answered_by") == "application"
@@ -94,6 +140,8 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
     state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed"
     state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in ("interrupted", "failed", "expired")
+    if state["can_continue"]:
+        state["interruption"] = interruption(state, tools)
     state["last_progress"] = state["progress"][-1]["text"] if state["progress"] else ""
     # What decides whether the cards must be re-rendered: while it is unchanged a push leaves the
     # cards (and whatever the visitor is typing into them) alone.

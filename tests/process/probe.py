@@ -29,6 +29,17 @@ def lab(*, config: dict[str, Any], conversations: int, message: str) -> dict[str
     return {"assistant_id": str(created.id), "conversations": started}
 
 
+def resolve(*, run_id: str, resolution: str, note: str, result: str = "") -> dict[str, Any]:
+    """Record a staff resolution of a quarantined turn, as the staff panel does."""
+    from django.utils import timezone
+
+    from apps.staff.actions import resolve_quarantine
+
+    recorded = resolve_quarantine(run_id=run_id, resolution=resolution, note=note, result=result, actor="staff:ops",
+                                  now=timezone.now())
+    return {"seq": recorded.seq}
+
+
 def check(*, conversation_ids: list[str]) -> dict[str, Any]:
     """Run `conversation replay` and `conversation verify` on each conversation; ok and what each printed."""
     import io

@@ -1,4 +1,5 @@
 import json
+from datetime import datetime
 
 import pytest
 from django.urls import reverse
@@ -14,8 +15,8 @@ from tests.staff.conftest import state
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
-def resolve(client, run_id, resolution, note=""):
-    return client.post(reverse("staff:resolve", args=[run_id]), {"resolution": resolution, "note": note})
+def resolve(client, run_id, resolution, note="", result=""):
+    return client.post(reverse("staff:resolve", args=[run_id]), {"resolution": resolution, "note": note, "result": result})
 
 
 def resolution_event(conversation_id):
@@ -38,25 +39,46 @@ class TestTheQueue:
 
 
 class TestMarkAsDone:
-    def test_records_a_signed_event_as_the_staff_member_and_the_turn_finishes(self, staff_client, quarantined, receiver):
+    def test_records_a_signed_event_as_the_staff_member_and_continue_goes_on_with_the_recorded_result(
+        self, staff_client, quarantined, receiver, client, clock
+    ):
         q = quarantined()
         assert state(q["conversation_id"])["run_status"] == "interrupted"
 
-        response = resolve(staff_client, q["run_id"], "done", "Refund R-77 went through (checked in the shop)")
+        response = resolve(staff_client, q["run_id"], "done", "Refund R-77 went through (checked in the shop)",
+                           result='{"refund_id": "R-77"}')
 
         assert response.status_code == 302
         event = resolution_event(q["conversation_id"])
         assert event.actor == "staff:ops" and event.turn_id == q["turn_id"]
         assert json.loads(event.payload) == {"run_id": q["run_id"], "call_id": q["call_id"], "resolution": "done",
-                                             "note": "Refund R-77 went through (checked in the shop)"}
-        assert replay.verify(q["conversation_id"]).ok
-        assert replay.replay(q["conversation_id"]).ok
+                                             "note": "Refund R-77 went through (checked in the shop)",
+                                             "result": {"refund_id": "R-77"}}
+        assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
         after = state(q["conversation_id"])
-        assert after["run_status"] == "completed" and not after["quarantined"]
-        assert after["messages"][-1]["text"] == (
-            'Refund issued: {"note": "Refund R-77 went through (checked in the shop)", "status": "done"}.')
+        assert after["run_status"] == "interrupted" and not after["quarantined"]
         assert ActionLog.objects.get(call_id=q["call_id"]).status == "resolved_done"
+        page = client.get(reverse("widget:conversation", args=[q["conversation_id"]]), {"token": q["token"]}).content.decode()
+        assert "Our team has since confirmed that it went through" in page and "without doing it again" in page
+
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+
+        after = state(q["conversation_id"])
+        assert after["run_status"] == "completed"
+        assert after["messages"][-1]["text"] == (
+            'Refund issued: {"note": "Refund R-77 went through (checked in the shop)", "result": {"refund_id": "R-77"}, '
+            '"status": "done"}.')
         assert receiver.deliveries == []  # nothing was sent again
+        assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
+
+    def test_a_result_that_is_not_json_is_kept_as_text(self, quarantined, clock):
+        q = quarantined()
+
+        actions.resolve_quarantine(run_id=q["run_id"], resolution="done", note="checked", result="refund 77 in the shop",
+                                   actor="staff:ops", now=clock())
+
+        assert json.loads(resolution_event(q["conversation_id"]).payload)["result"] == "refund 77 in the shop"
 
 
 class TestMarkAsNotDoneAndRetry:
@@ -123,10 +145,92 @@ class TestResolutionRules:
         assert "say what outcome you confirmed" in response.content.decode()
         assert WorkflowLog.objects.get(run_id=q["run_id"]).quarantined
 
-    def test_done_is_refused_once_a_later_turn_has_started(self, quarantined, clock):
+    def test_a_retry_is_refused_once_a_later_turn_has_started(self, quarantined, clock):
         q = quarantined()
         conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
                                                    now=clock())
 
         with pytest.raises(actions.TurnMovedOn):
-            actions.resolve_quarantine(run_id=q["run_id"], resolution="done", note="R-1", actor="staff:ops", now=clock())
+            actions.resolve_quarantine(run_id=q["run_id"], resolution="not_done_retry", note="", actor="staff:ops", now=clock())
+
+
+def approve(cid, call, clock, persona="guest:alice"):
+    from apps.conversations import actions as conversation_actions
+
+    return conversation_actions.accept_results(
+        conversation_id=cid, run_id=state(cid)["run_id"], persona=persona, now=clock(),
+        results=[{"call_id": call["call_id"], "output": {"decision": "approve",
+                                                         "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}])
+
+
+class TestContinueBeforeAResolution:
+    def test_continue_asks_for_a_reattempt_linked_to_the_first_attempt(self, quarantined, clock, client):
+        q = quarantined()
+        started_at = ActionLog.objects.get(call_id=q["call_id"], turn_id=q["turn_id"]).started_at
+
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+
+        [pending] = state(q["conversation_id"])["pending_client_actions"]
+        assert pending["kind"] == "approval" and pending["tool"] == "issue_refund"
+        link = pending["reattempt_of"]
+        assert (link["turn_id"], link["call_id"]) == (q["turn_id"], q["call_id"])
+        assert datetime.fromisoformat(link["attempted_at"]) == started_at
+        page = client.get(reverse("widget:conversation", args=[q["conversation_id"]]), {"token": q["token"]}).content.decode()
+        assert "This may already have been done." in page
+        assert f"An earlier attempt at {started_at:%H:%M} UTC was interrupted, and it may already have gone through." in page
+
+    def test_approving_the_reattempt_sends_it_under_the_first_attempts_key_once(self, quarantined, clock, receiver):
+        q = quarantined()
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+        [pending] = state(q["conversation_id"])["pending_client_actions"]
+
+        approve(q["conversation_id"], pending, clock)
+
+        assert [d["headers"]["Idempotency-Key"] for d in receiver.deliveries] == [f"{q['turn_id']}:{q['call_id']}"]
+        after = state(q["conversation_id"])
+        assert after["run_status"] == "completed" and after["messages"][-1]["text"] == 'Refund issued: {"refund_id": "R-1"}.'
+        repeat = ActionLog.objects.exclude(turn_id=q["turn_id"]).get(conversation_id=q["conversation_id"])
+        assert repeat.idempotency_key == f"{q['turn_id']}:{q['call_id']}"
+        assert (repeat.reattempt_of["turn_id"], repeat.reattempt_of["call_id"]) == (q["turn_id"], q["call_id"])
+        assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
+
+    def test_the_queue_says_whether_the_customer_continued_and_what_became_of_the_reattempt(
+        self, staff_client, quarantined, clock
+    ):
+        q = quarantined()
+        queue = reverse("staff:quarantine")
+        assert "The customer has not continued yet." in staff_client.get(queue).content.decode()
+
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+        assert "a re-attempt waits for approval" in staff_client.get(queue).content.decode()
+
+        [pending] = state(q["conversation_id"])["pending_client_actions"]
+        approve(q["conversation_id"], pending, clock)
+        page = staff_client.get(queue).content.decode()
+        assert "a re-attempt went out at" in page and "under the same idempotency key, and it succeeded" in page
+
+    def test_done_may_still_be_recorded_and_a_later_identical_call_is_a_new_action(self, quarantined, clock):
+        q = quarantined()
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+
+        actions.resolve_quarantine(run_id=q["run_id"], resolution="done", note="R-77 exists", actor="staff:ops", now=clock())
+
+        # The pending approval was asked for as a re-attempt, and stays one: approving it sends the first key.
+        assert state(q["conversation_id"])["pending_client_actions"][0]["reattempt_of"]["turn_id"] == q["turn_id"]
+        assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
+
+    def test_after_abandon_an_identical_call_is_a_new_action_with_its_own_key(self, quarantined, clock, receiver):
+        q = quarantined()
+        actions.resolve_quarantine(run_id=q["run_id"], resolution="abandon", note="", actor="staff:ops", now=clock())
+        continued = conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"],
+                                                               edge="api", now=clock())
+        [pending] = state(q["conversation_id"])["pending_client_actions"]
+        assert pending["reattempt_of"] is None
+
+        approve(q["conversation_id"], pending, clock)
+
+        assert [d["headers"]["Idempotency-Key"] for d in receiver.deliveries] == [f"{continued['turn_id']}:{pending['call_id']}"]
