@@ -318,6 +318,40 @@ class TestOpenAIProvider:
 
         assert WorkflowLog.objects.get(run_id=s["run_id"]).usage == {"prompt_tokens": 24, "completion_tokens": 10}
 
+    def test_the_next_turn_carries_the_earlier_turns_tool_calls_and_results_as_replay_reads_them(
+        self, start, make_assistant, settings, clock
+    ):
+        from apps.agent import history
+        from apps.agent.providers import ModelRequest, openai_messages
+        from apps.ledger import replay as ledger_replay
+        from tests.core.logs import turn
+
+        with wire.Vendor() as vendor:
+            vendor.queue(
+                wire.completion(tool_calls=[wire.tool_call("call_abc", "lookup_order", '{"order_id": "A-9"}')]),
+                wire.completion(content="Order A-9 is on its way."),
+                wire.completion(content="You asked about A-9."),
+            )
+            assistant = self._assistant(make_assistant, settings, vendor.base_url)
+            cid = start("where is A-9?", assistant=assistant)["conversation_id"]
+            turn(cid, "what did I ask?", clock)
+
+        second_turn = vendor.requests[2]["messages"]
+        assert second_turn == [
+            {"role": "user", "content": "where is A-9?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "call_abc", "type": "function", "function": {"name": "lookup_order", "arguments": '{"order_id": "A-9"}'}}]},
+            {"role": "tool", "tool_call_id": "call_abc", "content": '{"order_id": "A-9"}'},
+            {"role": "assistant", "content": "Order A-9 is on its way."},
+            {"role": "user", "content": "what did I ask?"},
+        ]
+        # Replay's read of the log gives the same history the runner sent.
+        entries = ledger_replay._recorded(ledger_replay.stored_entries(cid))
+        latest = state(cid)["turn_id"]
+        told = openai_messages(ModelRequest(history=history.build(entries, exclude_turn=latest).turns,
+                                            message="what did I ask?", rounds=[], tools=[]))
+        assert told == second_turn
+
     def test_malformed_tool_call_json_is_told_to_the_model(self, start, make_assistant, settings):
         with wire.Vendor() as vendor:
             vendor.queue(
