@@ -14,7 +14,21 @@ else
   echo "Tests run on: SQLite (set DATABASE_URL or start PostgreSQL on 127.0.0.1:5432 for the PostgreSQL-only tests)"
 fi
 echo "Channel layer for multi-process tests: ${REDIS_URL:-redis://127.0.0.1:6379/0 (default)}"
+# A test database of this run's own, so two runs on one PostgreSQL never destroy each other's.
+export WAYPOINT_TEST_DATABASE="${WAYPOINT_TEST_DATABASE:-test_waypoint_$$_${RANDOM}}"
 .venv/bin/python -m pytest "$@"
 status=$?
+if [ -n "${DATABASE_URL:-}" ] && [[ "$DATABASE_URL" == postgres* ]]; then
+  # pytest-django drops it too, unless a server process still held a connection at the end.
+  .venv/bin/python - "$DATABASE_URL" "$WAYPOINT_TEST_DATABASE" <<'PY' || true
+import sys
+
+import psycopg
+
+url, name = sys.argv[1], sys.argv[2]
+with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True, connect_timeout=5) as conn:
+    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+PY
+fi
 # pytest's "no tests collected" (5) would hide a broken suite behind a green run.
 exit $status
