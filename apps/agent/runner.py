@@ -9,6 +9,7 @@ oldest first, one committed step at a time, until none is left. The recovery loo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -59,16 +61,46 @@ from apps.workspaces.storage import Workspace
 log = logging.getLogger(__name__)
 
 HOLDER = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-_locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _started = threading.Event()
 _recovering: set[str] = set()  # conversations handed to a worker by recovery and not yet driven
 
 
-def _process_lock(conversation_id: str) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault(conversation_id, threading.Lock())
+class ConversationLocks:
+    """
+    One lock per conversation that this process is driving, kept only while someone holds or waits for it.
+
+    A process drives many conversations over its life; a lock is dropped with its last user, so the
+    table holds the conversations in progress, not every one ever driven.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._held: dict[str, tuple[threading.Lock, int]] = {}  # conversation -> (its lock, holders and waiters)
+
+    @contextlib.contextmanager
+    def hold(self, conversation_id: str) -> Iterator[None]:
+        with self._guard:
+            lock, users = self._held.get(conversation_id, (None, 0))
+            lock = lock or threading.Lock()
+            self._held[conversation_id] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._held[conversation_id]
+                if users == 1:
+                    del self._held[conversation_id]
+                else:
+                    self._held[conversation_id] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
+_locks = ConversationLocks()
 
 
 def kick(conversation_id: str) -> None:
@@ -166,7 +198,7 @@ def drive(conversation_id: str, *, recovering: bool = False) -> None:
     process holds the lease; in thread mode this process looks again when that lease would expire,
     in case its holder died.
     """
-    with _process_lock(conversation_id):
+    with _locks.hold(conversation_id):
         while _drive_once(conversation_id, recovering=recovering):
             recovering = False
 

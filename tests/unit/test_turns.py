@@ -134,3 +134,31 @@ class TestCompletionOutcome:
         step = turns.next_step(turns.turn_state(events), CONFIG, 8)
 
         assert step == turns.Finish("Goodbye!", complete_conversation=True)
+
+
+class TestConversationLocks:
+    def test_a_lock_is_dropped_with_its_last_user_and_still_serialises_its_users(self):
+        import threading
+        import time
+
+        from apps.agent.runner import ConversationLocks
+
+        locks, inside, most = ConversationLocks(), [0], [0]
+
+        def work():
+            with locks.hold("c1"):
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+                time.sleep(0.01)
+                inside[0] -= 1
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for n in range(50):
+            with locks.hold(f"conversation-{n}"):
+                pass
+
+        assert most[0] == 1 and len(locks) == 0
