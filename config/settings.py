@@ -187,6 +187,9 @@ WAYPOINT_WEBHOOK_SECRET = env.str("WAYPOINT_WEBHOOK_SECRET", default="") or SECR
 WAYPOINT_WEBHOOK_TIMEOUT_SECONDS = env.float("WAYPOINT_WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 WAYPOINT_OPENAI_API_KEY = env.str("WAYPOINT_OPENAI_API_KEY", default=env.str("OPENAI_API_KEY", default=""))
 WAYPOINT_OPENAI_BASE_URL = env.str("WAYPOINT_OPENAI_BASE_URL", default="")
+# Further OpenAI-compatible base URLs an assistant may name (comma-separated). The deployment's key
+# goes to these and to WAYPOINT_OPENAI_BASE_URL only; any other `model.base_url` is refused.
+WAYPOINT_MODEL_BASE_URLS = env.list("WAYPOINT_MODEL_BASE_URLS", default=[])
 # First back-off after a vendor 429/5xx; doubled on each of the three retries.
 WAYPOINT_MODEL_RETRY_SECONDS = env.float("WAYPOINT_MODEL_RETRY_SECONDS", default=0.5)
 # Pause between words when a scripted step simulates streaming (`"stream": true`).

@@ -72,10 +72,12 @@ def vendor():
 @pytest.fixture(scope="module")
 def xss_server(vendor):
     database = ServerDatabase("xss")
+    endpoint = {"WAYPOINT_OPENAI_BASE_URL": vendor.base_url}
     for config in (xss_config(), vendor_config(vendor.base_url)):
         text = json.dumps(config)
-        database.manage("shell", "-c", f"import json; from apps.agent.actions import create_assistant; create_assistant(config=json.loads({text!r}))")
-    server = DaphneServer(database, env={"WAYPOINT_OPENAI_API_KEY": "sk-test"}).start()
+        database.manage("shell", "-c", f"import json; from apps.agent.actions import create_assistant; create_assistant(config=json.loads({text!r}))",
+                        env=endpoint)
+    server = DaphneServer(database, env={"WAYPOINT_OPENAI_API_KEY": "sk-test", **endpoint}).start()
     yield server
     server.stop()
     database.drop()

@@ -71,6 +71,25 @@ def _sleep(call: ActionCall) -> Any:
     return {"slept": seconds}
 
 
+def private_target(url: str) -> str:
+    """
+    Why an outgoing call to `url` is refused (SSRF), or "" when it may be made.
+
+    Refused: a URL that is not http(s) with a host, a host that does not resolve, and one that
+    resolves to a loopback, private, link-local or reserved address.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "the url must be http(s) with a host"
+    try:
+        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    except socket.gaierror:
+        return f"{parts.hostname} does not resolve"
+    if any(not ipaddress.ip_address(info[4][0]).is_global for info in infos):
+        return f"{parts.hostname} is a private address and is refused"
+    return ""
+
+
 def check_webhook_target(url: str) -> None:
     """
     Refuse webhook targets on loopback, private, link-local or reserved addresses (SSRF).
@@ -83,14 +102,9 @@ def check_webhook_target(url: str) -> None:
         raise ActionError("webhook url must be http(s) with a host")
     if settings.WAYPOINT_WEBHOOK_ALLOW_PRIVATE:
         return
-    try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-    except socket.gaierror as exc:
-        raise ActionError(f"webhook host {parts.hostname} does not resolve") from exc
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if not address.is_global:
-            raise ActionError(f"webhook target {parts.hostname} is a private address and is refused")
+    problem = private_target(url)
+    if problem:
+        raise ActionError(f"webhook target {problem}")
 
 
 def webhook_signature(body: bytes) -> str:

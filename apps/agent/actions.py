@@ -4,9 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from apps.agent.config import ConfigError, check_config
 from apps.agent.models import Assistant
 from apps.conversations.errors import InvalidAssistantConfig
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def model_endpoints() -> tuple[str, ...]:
+    """The base URLs this deployment sends its model key to: its own, and those it lists besides."""
+    return (settings.WAYPOINT_OPENAI_BASE_URL or OPENAI_DEFAULT_BASE_URL, *settings.WAYPOINT_MODEL_BASE_URLS)
+
+
+def check_assistant_config(config: Any) -> dict[str, Any]:
+    """`check_config` with this deployment's model endpoints. :raises ConfigError: see `check_config`"""
+    return check_config(config, model_endpoints=model_endpoints())
 
 
 def create_assistant(*, config: Any, is_demo: bool = False) -> Assistant:
@@ -16,7 +30,7 @@ def create_assistant(*, config: Any, is_demo: bool = False) -> Assistant:
     :raises InvalidAssistantConfig: the configuration is invalid; `details["problems"]` lists why
     """
     try:
-        clean = check_config(config)
+        clean = check_assistant_config(config)
     except ConfigError as exc:
         raise InvalidAssistantConfig("invalid assistant configuration: " + "; ".join(exc.problems), problems=exc.problems) from exc
     return Assistant.objects.create(name=clean["name"], config=clean, is_demo=is_demo)
@@ -34,7 +48,7 @@ def load_demo(*, base_url: str, allowed_origins: list[str] | None = None) -> Ass
     config = demo_config(f"{base_url.rstrip('/')}/demo/hooks/refund")
     if allowed_origins:
         config["allowed_origins"] = list(allowed_origins)
-    clean = check_config(config)
+    clean = check_assistant_config(config)
     assistant = Assistant.objects.filter(is_demo=True, name=DEMO_NAME).first()
     if assistant is None:
         return Assistant.objects.create(name=clean["name"], config=clean, is_demo=True)

@@ -7,8 +7,10 @@ problem with the path where it is.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 BUILTIN_TOOLS = {"complete_conversation", "ask_question", "remember"}
 ACTIONS = {"echo", "fail", "sleep", "webhook", "write_file", "read_file", "list_files", "write_artifact"}
@@ -52,10 +54,50 @@ def _check_steps(steps: Any, where: str, problems: list[str]) -> None:
             problems.append(f"{at}: a step needs 'say' or a call")
 
 
-def check_config(config: Any) -> dict[str, Any]:
+_HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+
+
+def is_origin(value: Any) -> bool:
+    """
+    Whether a value is a web origin: scheme://host[:port] and nothing else.
+
+    No user, path, query or fragment, a host name (or an IP address) and a port from 1 to 65535;
+    browsers send exactly that in `Origin`, and `frame-ancestors` takes it.
+    """
+    if not isinstance(value, str) or len(value) > 300:
+        return False
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or f"{parts.scheme}://{parts.netloc}" != value:
+        return False
+    if parts.username is not None or parts.password is not None or not parts.hostname:
+        return False
+    try:
+        port = parts.port
+    except ValueError:
+        return False
+    if port == 0:
+        return False
+    host = parts.hostname
+    if parts.netloc.startswith("["):
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return False
+        return True
+    return bool(_HOST.match(host))
+
+
+def same_endpoint(a: str, b: str) -> bool:
+    """Whether two base URLs name the same endpoint (a trailing slash aside)."""
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[str, Any]:
     """
     Validate an assistant configuration and fill in its defaults.
 
+    `model_endpoints`: the base URLs this deployment sends its model key to; a `model.base_url`
+    must be one of them (model endpoints are the deployment's configuration, not an API caller's).
     :raises ConfigError: with one message per problem
     """
     problems: list[str] = []
@@ -80,9 +122,7 @@ def check_config(config: Any) -> dict[str, Any]:
     if idle is not None and (not isinstance(idle, int) or isinstance(idle, bool) or idle < 0):
         problems.append("idle_timeout_seconds: must be a whole number of seconds, 0 disables")
     out.setdefault("allowed_origins", [])
-    if not isinstance(out["allowed_origins"], list) or not all(
-        isinstance(o, str) and re.match(r"^https?://[^/\s]+$", o) for o in out["allowed_origins"]
-    ):
+    if not isinstance(out["allowed_origins"], list) or not all(is_origin(o) for o in out["allowed_origins"]):
         problems.append("allowed_origins: must be a list of origins like https://shop.example")
     out.setdefault("required_approver", "")
     if not isinstance(out["required_approver"], str):
@@ -150,9 +190,10 @@ def check_config(config: Any) -> dict[str, Any]:
             except re.error as exc:
                 problems.append(f"{at}.match: bad regular expression ({exc})")
             _check_steps(rule.get("steps"), f"{at}.steps", problems)
-            for step in rule.get("steps") or []:
-                if isinstance(step, dict):
-                    for call in step.get("calls", [step] if "call" in step else []):
+            for step in rule.get("steps") if isinstance(rule.get("steps"), list) else []:
+                calls = step.get("calls", [step] if "call" in step else []) if isinstance(step, dict) else []
+                if isinstance(calls, list):  # anything else was reported by _check_steps
+                    for call in calls:
                         if isinstance(call, dict) and isinstance(call.get("call"), str) and call["call"] not in names:
                             problems.append(f"{at}: calls unknown tool {call['call']!r}")
         if "fallback" in model:
@@ -162,6 +203,9 @@ def check_config(config: Any) -> dict[str, Any]:
             problems.append("model.model: the model name is required for provider openai")
         if "base_url" in model and not (isinstance(model["base_url"], str) and re.match(r"^https?://", model["base_url"])):
             problems.append("model.base_url: must be an http(s) URL")
+        elif "base_url" in model and not any(same_endpoint(model["base_url"], e) for e in model_endpoints):
+            problems.append("model.base_url: not a model endpoint of this deployment (WAYPOINT_OPENAI_BASE_URL or "
+                            "WAYPOINT_MODEL_BASE_URLS); leave it out to use the deployment's")
     if problems:
         raise ConfigError(problems)
     return out

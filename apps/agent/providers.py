@@ -256,20 +256,23 @@ class OpenAIProvider:
     RETRIES = 3
 
     def __init__(self, config: dict[str, Any], *, api_key: str, base_url: str, retry_seconds: float = 0.5,
-                 client: Any = None, sleep=time.sleep):
+                 client: Any = None, sleep=time.sleep, refusal: str = ""):
         import openai
 
+        self.refusal = refusal  # why this endpoint may not be called: the round fails with it, nothing is sent
         self.model = config["model"]
         self.stream = bool(config.get("stream"))
         self.sleep = sleep
         self.retry_seconds = retry_seconds
         self.client = client or openai.OpenAI(
-            api_key=api_key or "not-needed", base_url=config.get("base_url") or base_url or None, max_retries=0, timeout=60
+            api_key=api_key or "not-needed", base_url=base_url or None, max_retries=0, timeout=60
         )
 
     def complete(self, request: ModelRequest, on_draft: DraftSink = _no_draft) -> ModelRound:
         import openai
 
+        if self.refusal:
+            raise ModelFailed(self.refusal)
         kwargs: dict[str, Any] = {"model": self.model, "messages": openai_messages(request)}
         if self.stream:
             kwargs["stream"] = True
@@ -328,12 +331,25 @@ def provider_for(config: dict[str, Any]) -> Provider:
     """Build the provider an assistant configuration names."""
     from django.conf import settings
 
+    from apps.actions.registry import private_target
+    from apps.agent.actions import OPENAI_DEFAULT_BASE_URL, model_endpoints
+    from apps.agent.config import same_endpoint
+
     model = config["model"]
     if model["provider"] == "scripted":
         return ScriptedProvider(model, stream_delay=settings.WAYPOINT_SCRIPTED_STREAM_DELAY_SECONDS)
+    # The deployment's key goes only to the deployment's endpoints; one stored before that rule is refused.
+    deployment = settings.WAYPOINT_OPENAI_BASE_URL or OPENAI_DEFAULT_BASE_URL
+    base_url = model.get("base_url") or deployment
+    refusal = ""
+    if not any(same_endpoint(base_url, e) for e in model_endpoints()):
+        refusal = "This assistant's model endpoint is not one this deployment allows."
+    elif not same_endpoint(base_url, deployment) and not settings.WAYPOINT_WEBHOOK_ALLOW_PRIVATE and (problem := private_target(base_url)):
+        refusal = f"This assistant's model endpoint is refused: {problem}."
     return OpenAIProvider(
         model,
         api_key=settings.WAYPOINT_OPENAI_API_KEY,
-        base_url=settings.WAYPOINT_OPENAI_BASE_URL,
+        base_url=base_url,
         retry_seconds=settings.WAYPOINT_MODEL_RETRY_SECONDS,
+        refusal=refusal,
     )

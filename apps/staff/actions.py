@@ -18,7 +18,7 @@ from django.db import transaction
 from apps.actions.models import ActionLog
 from apps.agent import actions as agent_actions
 from apps.agent import runner
-from apps.agent.config import ConfigError, check_config
+from apps.agent.config import ConfigError
 from apps.agent.models import Assistant
 from apps.api import keys
 from apps.api.models import ApiKey
@@ -170,7 +170,7 @@ def update_assistant(*, assistant_id: str, config: Any, actor: str, now: datetim
     :raises BadInput: the configuration is invalid; `details["problems"]` lists why
     """
     try:
-        clean = check_config(config)
+        clean = agent_actions.check_assistant_config(config)
     except ConfigError as exc:
         raise BadInput("invalid assistant configuration: " + "; ".join(exc.problems), problems=exc.problems) from exc
     with transaction.atomic():

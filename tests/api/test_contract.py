@@ -338,6 +338,7 @@ class TestResults:
 class TestContinue:
     def test_continues_after_a_failed_run(self, api, settings):
         settings.WAYPOINT_MODEL_RETRY_SECONDS = 0
+        settings.WAYPOINT_OPENAI_BASE_URL = "http://127.0.0.1:9/v1"  # nothing listens there: the run fails
         assistant = api.create_assistant(model={"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"})
         started = api.start("hello", assistant=assistant)
         assert api.state(started["conversation_id"])["run_status"] == "failed"

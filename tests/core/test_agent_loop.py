@@ -297,6 +297,7 @@ class TestSimpleRuns:
 class TestOpenAIProvider:
     def _assistant(self, make_assistant, settings, base_url):
         settings.WAYPOINT_MODEL_RETRY_SECONDS = 0.01
+        settings.WAYPOINT_OPENAI_BASE_URL = base_url  # the deployment's endpoint: its key goes nowhere else
         return make_assistant(model={"provider": "openai", "model": "gpt-4o-mini", "base_url": base_url})
 
     def test_a_tool_round_then_a_reply(self, start, make_assistant, settings):

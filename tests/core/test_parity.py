@@ -136,6 +136,7 @@ class TestParity:
         tour.step(cid)
 
         with wire.Vendor() as vendor:
+            settings.WAYPOINT_OPENAI_BASE_URL = vendor.base_url
             vendor.queue(wire.error(401, "Incorrect API key provided", "invalid_request_error"),
                          wire.completion(content="Hello again!"))
             openai = make_assistant(model={"provider": "openai", "model": "gpt-4o-mini", "base_url": vendor.base_url})

@@ -43,12 +43,14 @@ class Vendor:
     def __init__(self) -> None:
         self.responses: list[tuple[int, Any]] = []
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # each request's headers, in order
         vendor = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
                 length = int(self.headers.get("Content-Length", 0))
                 vendor.requests.append(json.loads(self.rfile.read(length)))
+                vendor.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, body = vendor.responses.pop(0) if vendor.responses else error(500, "no response queued", "server_error")
                 if isinstance(body, list):  # a stream: server-sent events
                     self.send_response(status)

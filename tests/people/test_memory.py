@@ -111,6 +111,7 @@ class TestMemoryOnTheWire:
     def test_cleared_memory_never_reaches_the_vendor_again(self, start, make_assistant, settings, clock):
         settings.WAYPOINT_MODEL_RETRY_SECONDS = 0.01
         with wire.Vendor() as vendor:
+            settings.WAYPOINT_OPENAI_BASE_URL = vendor.base_url
             assistant = make_assistant(model={"provider": "openai", "model": "gpt-4o-mini", "base_url": vendor.base_url})
             vendor.queue(
                 wire.completion(tool_calls=[wire.tool_call("call_m1", "remember", '{"fact": "Favourite colour: teal"}')]),

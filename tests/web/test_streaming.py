@@ -94,6 +94,7 @@ class TestOpenAIStreaming:
         ]
         settings.WAYPOINT_MODEL_RETRY_SECONDS = 0.01
         with wire.Vendor() as vendor:
+            settings.WAYPOINT_OPENAI_BASE_URL = vendor.base_url
             vendor.queue((200, tool_stream), (200, text_stream))
             assistant = make_assistant(model={"provider": "openai", "model": "gpt-4o-mini", "base_url": vendor.base_url,
                                               "stream": True})
