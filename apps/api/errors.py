@@ -121,7 +121,12 @@ def load_json(body: bytes) -> Any:
 
 class StrictJsonParser(Parser):
     def parse_body(self, request: HttpRequest) -> Any:
-        return load_json(request.body)
+        value = load_json(request.body)
+        # Every body of this API is an object: a list, a string, a number or null is not one with
+        # its fields left out, and must not be read as one (the memory clear read `null` as "all").
+        if not isinstance(value, dict):
+            raise MalformedJson("the body must be a JSON object")
+        return value
 
 
 def _describe(errors: list[dict[str, Any]]) -> list[str]:

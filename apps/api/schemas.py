@@ -163,6 +163,8 @@ class MemoryFact(Schema):
 
 
 class MemoryClearIn(Schema):
+    model_config = ConfigDict(extra="forbid")  # a misspelt field must not mean "clear everything"
+
     fact_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
         None, description="the facts to clear; omitted: all of them"
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 import uuid
 from dataclasses import asdict, dataclass
@@ -108,13 +109,37 @@ def _kick_after_commit(conversation_id: str) -> None:
     transaction.on_commit(partial(runner.kick, conversation_id))
 
 
+# NUL and the other control characters but tab and line breaks: no person types them, PostgreSQL
+# refuses NUL in text and JSON, and a terminal or log that shows them can be fooled by them.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def check_clean(value: Any, where: str) -> Any:
+    """
+    Refuse text with control characters anywhere in a value (its strings, keys and nested values).
+
+    :raises BadInput: a string holds NUL or another control character other than tab and line breaks
+    """
+    if isinstance(value, str):
+        if _CONTROL.search(value):
+            raise BadInput(f"{where} must not contain control characters such as NUL")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_clean(key, where)
+            check_clean(item, where)
+    elif isinstance(value, list):
+        for item in value:
+            check_clean(item, where)
+    return value
+
+
 def check_message(text: Any) -> str:
-    """:raises BadInput: the message is not non-empty text of a sane length"""
+    """:raises BadInput: the message is not non-empty text of a sane length, without control characters"""
     if not isinstance(text, str) or not text.strip():
         raise BadInput("message must be non-empty text")
     if len(text) > MAX_MESSAGE_CHARS:
         raise BadInput(f"message is longer than {MAX_MESSAGE_CHARS} characters")
-    return text
+    return check_clean(text, "message")
 
 
 def check_directive(directive: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -184,6 +209,7 @@ def start_conversation(
     directive = check_directive(directive)
     if metadata is not None and not isinstance(metadata, dict):
         raise BadInput("metadata must be an object")
+    check_clean(metadata, "metadata")
     if len(json.dumps(metadata or {})) > 16_000:
         raise BadInput("metadata is larger than 16 kB")
     assistant = Assistant.objects.filter(id=assistant_id).first() if _is_uuid(assistant_id) else None
@@ -373,6 +399,7 @@ def accept_results(
         if item["call_id"] in seen:
             raise BadInput(f"call {item['call_id']} appears twice")
         seen.add(item["call_id"])
+        check_clean(item, "a result")
     with transaction.atomic():
         conversation = _locked(conversation_id)
         if conversation.status == "completed":
