@@ -185,6 +185,9 @@ WAYPOINT_SIMPLE_EXPIRY_SECONDS = env.int("WAYPOINT_SIMPLE_EXPIRY_SECONDS", defau
 WAYPOINT_WEBHOOK_ALLOW_PRIVATE = env.bool("WAYPOINT_WEBHOOK_ALLOW_PRIVATE", default=False)
 WAYPOINT_WEBHOOK_SECRET = env.str("WAYPOINT_WEBHOOK_SECRET", default="") or SECRET_KEY
 WAYPOINT_WEBHOOK_TIMEOUT_SECONDS = env.float("WAYPOINT_WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# How long the runner waits out a database that dropped its connection (a restart, a failover)
+# before it gives up on committing a step; the outcome it holds is kept all that time.
+WAYPOINT_DB_RETRY_SECONDS = env.float("WAYPOINT_DB_RETRY_SECONDS", default=30.0)
 WAYPOINT_OPENAI_API_KEY = env.str("WAYPOINT_OPENAI_API_KEY", default=env.str("OPENAI_API_KEY", default=""))
 WAYPOINT_OPENAI_BASE_URL = env.str("WAYPOINT_OPENAI_BASE_URL", default="")
 # Further OpenAI-compatible base URLs an assistant may name (comma-separated). The deployment's key

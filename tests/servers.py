@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -35,11 +36,13 @@ def is_postgres() -> bool:
 class ServerDatabase:
     """A database of its own for server processes, created empty and migrated, dropped at the end."""
 
-    def __init__(self, label: str):
+    def __init__(self, label: str, *, cluster: str | None = None):
+        """`cluster`: the URL of another PostgreSQL cluster to make it in (an `OwnPostgres`), else the suite's."""
         self.label = f"wp_{label}_{uuid.uuid4().hex[:8]}"
         self.tmp = tempfile.TemporaryDirectory(prefix="waypoint-")
+        self.cluster = cluster or base_database_url()
         if is_postgres():
-            base = base_database_url().rsplit("/", 1)[0]
+            base = self.cluster.rsplit("/", 1)[0]
             self.url = f"{base}/{self.label}"
             self._admin(f'CREATE DATABASE "{self.label}"')
         else:
@@ -64,7 +67,7 @@ class ServerDatabase:
     def _admin(self, sql: str) -> None:
         import psycopg
 
-        base = base_database_url().rsplit("/", 1)[0]
+        base = self.cluster.rsplit("/", 1)[0]
         with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
             conn.execute(sql)
 
@@ -81,6 +84,58 @@ class ServerDatabase:
         if is_postgres():
             self._admin(f'DROP DATABASE IF EXISTS "{self.label}" WITH (FORCE)')
         self.tmp.cleanup()
+
+
+class OwnPostgres:
+    """
+    A PostgreSQL cluster of a test's own, on a free port, to restart or stop without touching the shared one.
+
+    Made with the server binaries of the machine's PostgreSQL; run as the `postgres` user when the
+    tests run as root (PostgreSQL refuses to run as root).
+    """
+
+    def __init__(self) -> None:
+        import pwd
+
+        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+        if not found:
+            raise RuntimeError("no PostgreSQL server binaries under /usr/lib/postgresql")
+        self.bin = found[-1].parent
+        self.dir = Path(tempfile.mkdtemp(prefix="waypoint-pg-"))
+        self.data, self.port = self.dir / "data", free_port()
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            user = pwd.getpwnam("postgres")
+            os.chown(self.dir, user.pw_uid, user.pw_gid)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, tool: str, *args: str) -> None:
+        subprocess.run([*self.as_user, str(self.bin / tool), *args], check=True, capture_output=True, timeout=120)
+
+    def _ctl(self, action: str, *args: str) -> None:
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "log"), "-o", options, "-w", *args, action)
+
+    def start(self) -> None:
+        self._ctl("start")
+
+    def restart(self) -> None:
+        """`pg_ctl restart -m fast`: every connection is dropped, the server is back a moment later."""
+        self._ctl("restart", "-m", "fast")
+
+    def stop(self) -> None:
+        self._ctl("stop", "-m", "immediate")
+
+    def close(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.stop()
+        subprocess.run(["rm", "-rf", str(self.dir)], check=False)
 
 
 class DaphneServer:

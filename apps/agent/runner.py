@@ -24,7 +24,7 @@ from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, ActionCall, ActionError
@@ -266,7 +266,15 @@ class _Journal:
 
 
 def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, journal: _Journal, actor: str = "agent") -> list:
+    """
+    Commit a step's entries, on a fresh connection if the database dropped the one in use.
+
+    What the step holds (an action's outcome above all) is never thrown away for a broken
+    connection: a restart or failover of PostgreSQL is waited out for WAYPOINT_DB_RETRY_SECONDS,
+    and a commit whose answer was lost is recognised in the log rather than written twice.
+    """
     guess = journal.head
+    delay, deadline = 0.05, time.monotonic() + settings.WAYPOINT_DB_RETRY_SECONDS
     while True:
         try:
             with transaction.atomic():
@@ -277,8 +285,34 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
             break
         except store.HeadMoved:
             guess = None  # someone else appended (or took the lease): lock the row and see
+        except (OperationalError, InterfaceError):
+            if time.monotonic() > deadline:
+                raise
+            log.warning("the database connection broke while committing to %s; trying again", conversation_id, exc_info=True)
+            connection.close()
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+            guess = None
+            landed = _landed(conversation_id, turn_id, events)
+            if landed is not None:
+                recorded, journal.head = landed, None
+                break
     journal.written.extend(recorded)
     return recorded
+
+
+def _landed(conversation_id: str, turn_id: str, events: list) -> list | None:
+    """The entries of a commit that went through though its answer was lost, or None if it did not."""
+    try:
+        tail = store.read(conversation_id, turn_id=turn_id)[-len(events):]
+    except (OperationalError, InterfaceError):
+        connection.close()
+        return None  # still unreachable: the next attempt finds out
+    if len(tail) == len(events) and all(
+        (r.kind, r.payload) == (e.kind, json.loads(json.dumps(e.payload()))) for r, e in zip(tail, events, strict=True)
+    ):
+        return tail
+    return None
 
 
 def _turn_events(conversation_id: str, turn_id: str, known: list, journal: _Journal) -> tuple[list, bool]:

@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Receiver:
-    def __init__(self, *, status: int = 200) -> None:
+    def __init__(self, *, status: int = 200, delay: float = 0.0) -> None:
+        """`delay`: seconds each delivery takes to be answered, after it was recorded (a slow shop)."""
         self.deliveries: list[dict] = []
         self.refunds: dict[str, str] = {}  # Idempotency-Key -> the refund made for it
-        self.status = status
+        self.status, self.delay = status, delay
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 receiver.deliveries.append({"headers": dict(self.headers), "body": body, "path": self.path})
+                time.sleep(receiver.delay)
                 key = next((v for k, v in self.headers.items() if k.lower() == "idempotency-key"), "")
                 refund = receiver.refunds.setdefault(key, f"R-{len(receiver.refunds) + 1}")
                 data = json.dumps({"refund_id": refund}).encode()
