@@ -12,6 +12,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from apps.agent import runner  # noqa: E402
+from apps.ops.access import silence_daphne_access_log  # noqa: E402
 from apps.staff.routing import websocket_urlpatterns as staff_websocket_urlpatterns  # noqa: E402
 from apps.widget.routing import websocket_urlpatterns  # noqa: E402
 
@@ -23,3 +24,4 @@ application = ProtocolTypeRouter(
 )
 
 runner.start()
+silence_daphne_access_log()

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "apps.ops.access.AccessLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -188,6 +189,8 @@ WAYPOINT_WEBHOOK_TIMEOUT_SECONDS = env.float("WAYPOINT_WEBHOOK_TIMEOUT_SECONDS",
 # How long the runner waits out a database that dropped its connection (a restart, a failover)
 # before it gives up on committing a step; the outcome it holds is kept all that time.
 WAYPOINT_DB_RETRY_SECONDS = env.float("WAYPOINT_DB_RETRY_SECONDS", default=30.0)
+# A conversation token unused this long expires; every use renews it.
+WAYPOINT_TOKEN_MAX_AGE_DAYS = env.float("WAYPOINT_TOKEN_MAX_AGE_DAYS", default=30)
 WAYPOINT_OPENAI_API_KEY = env.str("WAYPOINT_OPENAI_API_KEY", default=env.str("OPENAI_API_KEY", default=""))
 WAYPOINT_OPENAI_BASE_URL = env.str("WAYPOINT_OPENAI_BASE_URL", default="")
 # Further OpenAI-compatible base URLs an assistant may name (comma-separated). The deployment's key

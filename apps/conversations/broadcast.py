@@ -97,3 +97,14 @@ def draft_changed(conversation_id: str, run_id: str, after_seq: int, text: str) 
         _group_send(layer, group_name(conversation_id), {"type": "draft.changed", "run_id": run_id, "after_seq": after_seq, "text": text})
     except Exception:  # noqa: BLE001 - a lost draft is harmless: the committed text follows
         log.warning("draft push to conversation %s failed", conversation_id, exc_info=True)
+
+
+def tokens_revoked(conversation_id: str, token_ids: list[str]) -> None:
+    """Close the open sockets of revoked tokens (each consumer closes its own if it is one of them)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        _group_send(layer, group_name(conversation_id), {"type": "tokens.revoked", "token_ids": token_ids})
+    except Exception:  # noqa: BLE001 - a socket that misses it is refused on its next resync
+        log.warning("revocation push to conversation %s failed", conversation_id, exc_info=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from apps.conversations.models import Lease
 from apps.ledger import sql
@@ -87,6 +87,4 @@ def _update(conversation_id: str, values: dict, **where) -> int:
     conditions = "".join(f" AND {leases.column(n)} = %s" for n in where)
     params = [leases.value(n, v) for n, v in values.items()]
     params += [leases.value("conversation_id", conversation_id)] + [leases.value(n, v) for n, v in where.items()]
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {leases.name} SET {assignments} WHERE conversation_id = %s{conditions}", params)
-        return cursor.rowcount
+    return sql.execute(f"UPDATE {leases.name} SET {assignments} WHERE conversation_id = %s{conditions}", params)

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Conversation(models.Model):
@@ -51,6 +54,11 @@ class ChatMessage(models.Model):
         indexes = [models.Index(fields=["conversation", "seq"], name="message_by_seq")]
 
 
+def token_expiry() -> datetime:
+    """When a token issued now expires unless it is used (WAYPOINT_TOKEN_MAX_AGE_DAYS)."""
+    return timezone.now() + timedelta(days=settings.WAYPOINT_TOKEN_MAX_AGE_DAYS)
+
+
 class ConversationToken(models.Model):
     """A revocable grant of one persona's access to one conversation (the `?token=` of a link)."""
 
@@ -61,6 +69,7 @@ class ConversationToken(models.Model):
     permissions = models.JSONField(default=list)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(default=token_expiry)  # renewed while in use (tokens.resolve)
 
 
 class Lease(models.Model):

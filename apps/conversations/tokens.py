@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from functools import partial
 
+from django.conf import settings
 from django.core import signing
+from django.db import transaction
+from django.utils import timezone
 
+from apps.conversations import broadcast
 from apps.conversations.models import ConversationToken
 from apps.ledger import sql
 
@@ -28,34 +33,78 @@ class Grant:
         return permission in self.permissions
 
 
-def issue(*, conversation_id: str, persona: str, edge: str = "link", permissions: list[str] | None = None) -> str:
+def lifetime() -> timedelta:
+    """How long a token lives unused (WAYPOINT_TOKEN_MAX_AGE_DAYS); using it renews it (`token_expiry`)."""
+    return timedelta(days=settings.WAYPOINT_TOKEN_MAX_AGE_DAYS)
+
+
+# A token in use is renewed at most this often: a write per request would cost more than it buys.
+RENEW_AFTER = timedelta(hours=1)
+
+
+def issue(*, conversation_id: str, persona: str, edge: str = "link", permissions: list[str] | None = None,
+          now: datetime | None = None) -> str:
     """Create a token for one persona on one conversation and return its signed text."""
+    now = now or timezone.now()
     row = ConversationToken.objects.create(
-        conversation_id=conversation_id, persona=persona, edge=edge, permissions=permissions or ALL_PERMISSIONS
+        conversation_id=conversation_id, persona=persona, edge=edge, permissions=permissions or ALL_PERMISSIONS,
+        expires_at=now + lifetime(),
     )
     return signing.dumps({"t": str(row.id)}, salt=SALT, compress=False)
 
 
-def resolve(raw: str) -> Grant | None:
-    """Return the grant a token carries, or None when it is forged, malformed or revoked."""
+def resolve(raw: str, *, now: datetime | None = None) -> Grant | None:
+    """
+    Return the grant a token carries, or None when it is forged, malformed, revoked or expired.
+
+    A token in use lives on: once it is an hour into its lifetime, resolving it renews it.
+    """
     try:
         token_id = uuid.UUID(signing.loads(raw, salt=SALT)["t"])
     except (signing.BadSignature, KeyError, TypeError, ValueError, AttributeError):
         return None
+    now = now or timezone.now()
     # Every request and poll of a customer resolves its token: one plain statement, no ORM.
     tokens = sql.table(ConversationToken)
     found = sql.rows(
-        f"SELECT id, conversation_id, persona, edge, permissions FROM {tokens.name} WHERE id = %s AND revoked_at IS NULL",
-        [tokens.value("id", token_id)],
+        f"SELECT id, conversation_id, persona, edge, permissions, expires_at FROM {tokens.name}"
+        " WHERE id = %s AND revoked_at IS NULL AND expires_at > %s",
+        [tokens.value("id", token_id), tokens.value("expires_at", now)],
     )
     if not found:
         return None
     [row] = found
-    token, conversation, persona, edge, permissions = row
+    token, conversation, persona, edge, permissions, expires_at = row
+    if isinstance(expires_at, str):
+        expires_at = datetime.fromisoformat(expires_at)
+    if timezone.is_naive(expires_at):
+        expires_at = timezone.make_aware(expires_at, timezone.utc)
+    if expires_at - now < lifetime() - RENEW_AFTER:
+        sql.execute(f"UPDATE {tokens.name} SET expires_at = %s WHERE id = %s",
+                 [tokens.value("expires_at", now + lifetime()), tokens.value("id", token_id)])
     permissions = json.loads(permissions) if isinstance(permissions, str) else permissions
     return Grant(str(uuid.UUID(str(token))), str(uuid.UUID(str(conversation))), persona, edge, frozenset(permissions))
 
 
 def revoke(*, token_id: str, now: datetime) -> bool:
-    """Revoke a token so that it no longer resolves; return whether it was live until now."""
-    return ConversationToken.objects.filter(id=token_id, revoked_at__isnull=True).update(revoked_at=now) > 0
+    """Revoke a token so that it no longer resolves, and close its open sockets; whether it was live until now."""
+    return revoke_where(now=now, id=token_id) > 0
+
+
+def revoke_where(*, now: datetime, **which) -> int:
+    """
+    Revoke the live tokens that match `which` (model field lookups); how many were live.
+
+    Their open websockets are closed once the revocation has committed (code 4401): a revoked
+    token gets nothing more, on HTTP or on a socket opened before.
+    """
+    with transaction.atomic():
+        live = list(ConversationToken.objects.select_for_update().filter(revoked_at__isnull=True, **which)
+                    .values_list("id", "conversation_id"))
+        ConversationToken.objects.filter(id__in=[t for t, _ in live]).update(revoked_at=now)
+        by_conversation: dict[str, list[str]] = {}
+        for token, conversation in live:
+            by_conversation.setdefault(str(conversation), []).append(str(token))
+        for conversation, ids in by_conversation.items():
+            transaction.on_commit(partial(broadcast.tokens_revoked, conversation, ids))
+    return len(live)

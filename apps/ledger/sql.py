@@ -43,3 +43,10 @@ def rows(statement: str, params: list[Any]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return cursor.fetchall()
+
+
+def execute(statement: str, params: list[Any]) -> int:
+    """Run one statement that returns no rows; how many rows it changed."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.rowcount

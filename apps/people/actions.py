@@ -15,7 +15,7 @@ from django.db import transaction
 
 from apps.conversations import tokens
 from apps.conversations.errors import BadInput, ConversationIsCompleted, Forbidden, NotFound
-from apps.conversations.models import Conversation, ConversationToken
+from apps.conversations.models import Conversation
 from apps.ledger import store
 from apps.ledger.types import ParticipantAdded, ParticipantRemoved, ParticipantTokenIssued
 from apps.people.models import Participant
@@ -99,9 +99,7 @@ def remove_participant(*, conversation_id: str, persona: str, by: str, now: date
         if not Participant.objects.filter(conversation_id=conversation.id, persona=persona, status="active").exists():
             raise NotFound("this persona is not a participant of the conversation")
         _append(conversation, [ParticipantRemoved(persona=persona, removed_by=by)], by, now)
-        revoked = ConversationToken.objects.filter(
-            conversation_id=conversation.id, persona=persona, revoked_at__isnull=True
-        ).update(revoked_at=now)
+        revoked = tokens.revoke_where(now=now, conversation_id=conversation.id, persona=persona)
     return {"persona": persona, "revoked_tokens": revoked}
 
 

@@ -14,6 +14,10 @@ from apps.conversations.broadcast import group_name
 from apps.widget.framing import Embed, make_embed
 from apps.widget.presenters import page_context
 
+# The close code of a socket whose token was revoked or expired: the page and the SDK stop
+# reconnecting and say the link no longer works.
+REVOKED = 4401
+
 
 class ConversationConsumer(AsyncWebsocketConsumer):
     """
@@ -42,6 +46,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             return
         self.persona = grant.persona
         self.permissions = grant.permissions
+        self.token_id = grant.token_id
         self.last_sent = -1
         self.draft_shown = False
         await self.channel_layer.group_add(group_name(self.conversation_id), self.channel_name)
@@ -62,8 +67,23 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(group_name(self.conversation_id), self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        # Clients only ever ask for a resync; everything else goes through HTTP.
+        # Clients only ever ask for a resync; everything else goes through HTTP. A resync checks
+        # the token again, so one that expired (or whose revocation push was lost) gets nothing.
+        grant = await database_sync_to_async(tokens.resolve)(self.token)
+        if grant is None or grant.token_id != self.token_id:
+            await self._revoked()
+            return
         await self.push()
+
+    async def tokens_revoked(self, event: dict) -> None:
+        if self.token_id in event.get("token_ids", ()):
+            await self._revoked()
+
+    async def _revoked(self) -> None:
+        # Out of the group first: between this close and the client's goodbye nothing more is sent.
+        self.revoked = True
+        await self.channel_layer.group_discard(group_name(self.conversation_id), self.channel_name)
+        await self.close(code=REVOKED)
 
     async def state_changed(self, event: dict) -> None:
         # A shown draft is withdrawn by the next state push, even one this client has seen.
@@ -71,7 +91,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.push()
 
     async def draft_changed(self, event: dict) -> None:
-        if event.get("after_seq", 0) < self.last_sent:
+        if getattr(self, "revoked", False) or event.get("after_seq", 0) < self.last_sent:
             return  # this client already shows a state after that round committed
         self.draft_shown = True
         if self.format == "html":
@@ -80,6 +100,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=json.dumps({"type": "draft", "run_id": event["run_id"], "text": event["text"]}))
 
     async def push(self) -> None:
+        if getattr(self, "revoked", False):
+            return
         # Not thread-sensitive: pushes to many sockets render in parallel, not on one shared thread.
         text, seq = await database_sync_to_async(self._render, thread_sensitive=False)()
         if text is None:

@@ -331,8 +331,20 @@
       delete main.dataset.wsOpen;
       markLive();
     };
-    document.addEventListener("htmx:wsClose", socketDown);
+    document.addEventListener("htmx:wsClose", (event) => {
+      socketDown();
+      if (event.detail.event && event.detail.event.code === 4401) linkRevoked();
+    });
     document.addEventListener("htmx:wsError", socketDown);
+
+    // The link's token was revoked or expired: nothing will arrive any more, so say so and stop.
+    let revoked = false;
+    function linkRevoked() {
+      if (revoked) return;
+      revoked = true;
+      showProblem("This link is no longer valid. Start a new conversation to go on.");
+      main.querySelectorAll("#composer textarea, #composer button, #cards button").forEach((el) => { el.disabled = true; });
+    }
 
     async function poll() {
       if (polling) return;
@@ -341,6 +353,7 @@
         const headers = { "HX-Request": "true" };
         if (lastEtag) headers["If-None-Match"] = lastEtag;
         const response = await fetch(main.dataset.liveUrl, { headers: headers, cache: "no-store", credentials: "omit" });
+        if (response.status === 401 || response.status === 403) linkRevoked();
         if (response.status === 200) {
           lastEtag = response.headers.get("ETag");
           htmx.swap(document.body, await response.text(), { swapStyle: "none" });
@@ -365,7 +378,7 @@
           markLive();
         }
       }
-      if (!healthy) poll();
+      if (!healthy && !revoked) poll();
     }
     setInterval(tick, POLL_MS);
     markLive();

@@ -323,7 +323,7 @@ export class AgentConversation {
       this._connection = "polling";
       this._emit();
       this._schedulePoll(0); // catch up on what happened while the socket was down
-      if (event.code === 4403 || event.code === 4404) return; // refused for good: polling only
+      if (event.code === 4401 || event.code === 4403 || event.code === 4404) return; // refused for good: polling only
       const attempt = opened ? 0 : this._failedOpens;
       const delay = Math.min(MAX_BACKOFF_MS, 500 * 2 ** attempt) * (0.5 + Math.random() / 2);
       clearTimeout(this._reconnectTimer);
