@@ -138,6 +138,36 @@ class OwnPostgres:
         subprocess.run(["rm", "-rf", str(self.dir)], check=False)
 
 
+class OwnRedis:
+    """A Redis server of a test's own, on a free port, to stop and start again without touching the shared one."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"redis-server did not start on port {self.port}")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
 class DaphneServer:
     """One real Daphne process serving Waypoint; `kill()` is a SIGKILL, nothing is cleaned up."""
 

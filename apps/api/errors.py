@@ -18,12 +18,13 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
-from apps.conversations.errors import WaypointError
+from apps.conversations.errors import ServiceUnavailable, WaypointError
 
 if TYPE_CHECKING:
     from ninja import NinjaAPI
@@ -169,6 +170,14 @@ def install(api: NinjaAPI) -> None:
     @api.exception_handler(Http404)
     def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
         return JsonResponse(error_body("not_found", "Not found."), status=404)
+
+    @api.exception_handler(OperationalError)
+    @api.exception_handler(InterfaceError)
+    def unreachable(request: HttpRequest, exc: Exception) -> HttpResponse:
+        log.warning("the database is unreachable: %s %s answered 503", request.method, request.path, exc_info=True)
+        response = error_response(ServiceUnavailable())
+        response["Retry-After"] = str(ServiceUnavailable.retry_after)
+        return response
 
     @api.exception_handler(Exception)
     def unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:

@@ -88,3 +88,11 @@ class ApprovalMismatch(WaypointError):
 
     code = "approval_mismatch"
     status = 422
+
+
+class ServiceUnavailable(WaypointError):
+    """The service cannot reach its database right now; nothing was changed. Try again in a few seconds."""
+
+    code = "service_unavailable"
+    status = 503
+    retry_after = 5

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
 import time
+import weakref
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.template.loader import render_to_string
 
 from apps.api import limits
@@ -17,6 +22,74 @@ from apps.widget.presenters import page_context
 # The close code of a socket whose token was revoked or expired: the page and the SDK stop
 # reconnecting and say the link no longer works.
 REVOKED = 4401
+# "Try again later" (1013's meaning, in the application range that Daphne lets an application send):
+# pushes cannot reach this socket (the channel layer is down); the page and the SDK poll at once
+# and reconnect with backoff.
+TRY_AGAIN_LATER = 4503
+
+log = logging.getLogger(__name__)
+
+
+class LayerHealth:
+    """
+    Whether this process reaches the channel layer's Redis, looked at every second or two while sockets are open.
+
+    A socket whose pushes cannot arrive must not look healthy: when Redis goes away every open
+    socket of this process is closed with 4503, so its client polls at once instead of waiting
+    for a heartbeat to notice the silence, and new sockets are refused the same way until Redis is
+    back. The in-memory layer of a single process has nothing to watch.
+    """
+
+    INTERVAL = 1.5
+
+    def __init__(self) -> None:
+        self.healthy = True
+        self.sockets: weakref.WeakSet = weakref.WeakSet()
+        self.task: asyncio.Task | None = None
+
+    def watch(self, consumer: AsyncWebsocketConsumer) -> None:
+        if not settings.REDIS_URL:
+            return
+        self.sockets.add(consumer)
+        self._looking()
+
+    def down(self) -> None:
+        """The layer failed under a socket: refuse sockets until a look finds it back."""
+        if settings.REDIS_URL:
+            self.healthy = False
+            self._looking()
+
+    def _looking(self) -> None:
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        import redis.asyncio
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+
+        # One try per look, no retries: a look that waits out a dead Redis would hide it.
+        client = redis.asyncio.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1, retry=Retry(NoBackoff(), 0))
+        try:
+            while self.sockets or not self.healthy:
+                try:
+                    await client.ping()
+                    if not self.healthy:
+                        log.warning("the channel layer is reachable again; accepting sockets")
+                    self.healthy = True
+                except Exception:  # noqa: BLE001 - any failure to reach Redis means no pushes
+                    if self.healthy:
+                        log.warning("the channel layer is unreachable; closing %d sockets so they poll", len(self.sockets))
+                    self.healthy = False
+                    for consumer in list(self.sockets):
+                        self.sockets.discard(consumer)
+                        await consumer.close(code=TRY_AGAIN_LATER)
+                await asyncio.sleep(self.INTERVAL)
+        finally:
+            await client.aclose()
+
+
+layer_health = LayerHealth()
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):
@@ -27,6 +100,27 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     `state` message. Pushes carry the whole current state read from the database, so a dropped
     message is repaired by the next one and a reconnect with `after_seq` catches up.
     """
+
+    async def __call__(self, scope, receive, send):
+        # Joining the channel layer happens before `connect` (a channel of its own on Redis); when
+        # that fails, the socket is refused cleanly, with 4503, instead of a 500 at the handshake.
+        answered: list[str] = []
+
+        async def sending(message: dict) -> None:
+            answered.append(message["type"])
+            await send(message)
+
+        if layer_health.healthy:
+            try:
+                return await super().__call__(scope, receive, sending)
+            except Exception:
+                if answered:
+                    raise
+                log.warning("the channel layer failed before a socket was accepted; refusing it for now", exc_info=True)
+                layer_health.down()
+        if (await receive())["type"] == "websocket.connect":
+            await send({"type": "websocket.accept"})
+            await send({"type": "websocket.close", "code": TRY_AGAIN_LATER})
 
     async def connect(self) -> None:
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
@@ -49,9 +143,23 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         self.token_id = grant.token_id
         self.last_sent = -1
         self.draft_shown = False
-        await self.channel_layer.group_add(group_name(self.conversation_id), self.channel_name)
+        if not layer_health.healthy or not await self._joined():
+            await self.accept()
+            await self.close(code=TRY_AGAIN_LATER)
+            return
         await self.accept()
+        layer_health.watch(self)
         await self.push()
+
+    async def _joined(self) -> bool:
+        """Join the conversation's group; False when the channel layer cannot be reached."""
+        try:
+            await asyncio.wait_for(self.channel_layer.group_add(group_name(self.conversation_id), self.channel_name), 2)
+        except Exception:  # noqa: BLE001 - refused cleanly below, whatever the layer raised
+            log.warning("joining the group of %s failed; refusing the socket for now", self.conversation_id, exc_info=True)
+            self.last_sent = None  # not in the group: nothing to leave on disconnect
+            return False
+        return True
 
     async def _within_limit(self, check, **who) -> bool:
         # The HTTP API's buckets: reconnect storms count against the same address and token.
@@ -63,8 +171,10 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         return True
 
     async def disconnect(self, code: int) -> None:
-        if getattr(self, "last_sent", None) is not None:
-            await self.channel_layer.group_discard(group_name(self.conversation_id), self.channel_name)
+        layer_health.sockets.discard(self)
+        if getattr(self, "last_sent", None) is not None and layer_health.healthy:
+            with contextlib.suppress(Exception):  # the layer forgets a dead channel on its own
+                await asyncio.wait_for(self.channel_layer.group_discard(group_name(self.conversation_id), self.channel_name), 2)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # Clients only ever ask for a resync; everything else goes through HTTP. A resync checks

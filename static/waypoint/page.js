@@ -321,7 +321,9 @@
       notices.replaceChildren(p);
     }
 
+    let laterTries = 0; // reconnects after a 4503 (the server cannot push for now), for the backoff
     document.addEventListener("htmx:wsOpen", (event) => {
+      laterTries = 0;
       socket = event.detail.socketWrapper;
       main.dataset.wsOpen = "1";
     });
@@ -333,7 +335,14 @@
     };
     document.addEventListener("htmx:wsClose", (event) => {
       socketDown();
-      if (event.detail.event && event.detail.event.code === 4401) linkRevoked();
+      const code = event.detail.event && event.detail.event.code;
+      if (code === 4401) linkRevoked();
+      // 4503: the server cannot push right now. Poll meanwhile (socketDown) and come back later.
+      if (code === 4503 && event.detail.socketWrapper) {
+        const delay = Math.min(2000 * 2 ** laterTries, 15000) * (0.5 + Math.random() / 2);
+        laterTries += 1;
+        setTimeout(() => event.detail.socketWrapper.reconnect(), delay);
+      }
     });
     document.addEventListener("htmx:wsError", socketDown);
 
