@@ -219,7 +219,11 @@ AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contri
 AXES_FAILURE_LIMIT = env.int("WAYPOINT_STAFF_LOGIN_FAILURES", default=5)
 # A float is hours for django-axes.
 AXES_COOLOFF_TIME = env.int("WAYPOINT_STAFF_LOCKOUT_MINUTES", default=15) / 60
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Locked per (username, address): failures from elsewhere cannot lock the owner out of their account.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The softer limit per username, whatever the address: login attempts in one lockout period.
+WAYPOINT_STAFF_LOGIN_PER_USERNAME = env.int("WAYPOINT_STAFF_LOGIN_PER_USERNAME", default=30)
+AXES_VERBOSE = False
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "staff/locked_out.html"
 

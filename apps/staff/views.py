@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import json
+import time
 from functools import wraps
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import login as auth_login
@@ -20,6 +22,7 @@ from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.api import limits
 from apps.conversations.errors import WaypointError
 from apps.ledger import replay
 from apps.staff import actions, queries
@@ -57,6 +60,8 @@ def _next_url(request: HttpRequest) -> str:
 def login_view(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated and request.user.is_staff:
         return redirect(_next_url(request))
+    if request.method == "POST" and not _login_allowed(request.POST.get("username", "")):
+        return render(request, "staff/locked_out.html", {"reason": "username"}, status=429)
     # The admin's form: authenticates through django-axes and refuses anyone who is not staff.
     form = AdminAuthenticationForm(request, data=request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
@@ -64,6 +69,19 @@ def login_view(request: HttpRequest) -> HttpResponse:
         return redirect(_next_url(request))
     return render(request, "staff/login.html", {"form": form, "next": _next_url(request)},
                   status=200 if request.method == "GET" else 401)
+
+
+def _login_allowed(username: str) -> bool:
+    """
+    The softer per-username limit beside django-axes' lockout per (username, address).
+
+    Attempts on one username from many addresses are counted together, so a spread-out guessing
+    run slows down without one address's failures locking the owner out everywhere.
+    """
+    window = int(settings.AXES_COOLOFF_TIME * 3600)
+    verdict = limits.hit(bucket=f"staff-login:{username.strip().lower()[:150]}", limit=settings.WAYPOINT_STAFF_LOGIN_PER_USERNAME,
+                         window=window, now=time.time())
+    return verdict.allowed
 
 
 @require_POST

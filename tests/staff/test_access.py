@@ -115,3 +115,36 @@ class TestTheAdmin:
         client.force_login(django_user_model.objects.create_superuser(username="root", password="x" * 20))
 
         assert client.get(reverse(f"admin:{model}_changelist")).status_code == 200
+
+
+class TestLockoutPolicy:
+    def test_failures_from_other_addresses_do_not_lock_the_owner_out(self, client, staff_user, settings):
+        for n in range(settings.AXES_FAILURE_LIMIT + 2):
+            client.post(reverse("staff:login"), {"username": "ops", "password": "wrong"}, REMOTE_ADDR=f"203.0.113.{n + 1}")
+
+        response = client.post(reverse("staff:login"), {"username": "ops", "password": "a long staff password"},
+                               REMOTE_ADDR="198.51.100.7")
+
+        assert response.status_code == 302 and response["Location"] == reverse("staff:conversations")
+
+    def test_one_address_failing_for_a_username_is_locked_out_for_it(self, client, staff_user, settings):
+        for _ in range(settings.AXES_FAILURE_LIMIT):
+            client.post(reverse("staff:login"), {"username": "ops", "password": "wrong"}, REMOTE_ADDR="203.0.113.9")
+
+        response = client.post(reverse("staff:login"), {"username": "ops", "password": "a long staff password"},
+                               REMOTE_ADDR="203.0.113.9")
+
+        assert response.status_code == 429
+
+    def test_a_flood_against_one_username_from_many_addresses_is_slowed_down(self, client, staff_user, settings):
+        from django.core.cache import cache
+
+        cache.clear()  # the attempts of the tests before, counted in the same window
+        settings.WAYPOINT_STAFF_LOGIN_PER_USERNAME = 8
+        codes = [client.post(reverse("staff:login"), {"username": "ops", "password": "wrong"}, REMOTE_ADDR=f"203.0.113.{n + 1}").status_code
+                 for n in range(10)]
+
+        assert codes[:8] == [401] * 8 and codes[8:] == [429, 429]
+        response = client.post(reverse("staff:login"), {"username": "ops", "password": "a long staff password"},
+                               REMOTE_ADDR="198.51.100.7")
+        assert response.status_code == 429 and "Too many login attempts" in response.content.decode()
