@@ -6,6 +6,7 @@ import json
 import logging
 import time
 import weakref
+from functools import partial
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -90,6 +91,28 @@ class LayerHealth:
 
 
 layer_health = LayerHealth()
+
+
+# Daphne closes a socket (1011) on a message over 1 MiB; a push stays below, with room to spare.
+MAX_PUSH_BYTES = 900_000
+
+
+def _within_limit(render, state: dict) -> str:
+    """
+    Render a push no larger than MAX_PUSH_BYTES: the whole state, or its latest messages.
+
+    A long conversation's full transcript can exceed what one socket message may carry; the push
+    then holds the latest messages and says how many earlier ones it leaves out
+    (`earlier_messages`), which the page shows as a link to the whole conversation.
+    """
+    text = render()
+    messages = state["messages"]
+    keep = len(messages)
+    while len(text.encode()) > MAX_PUSH_BYTES and keep > 1:
+        keep //= 2
+        state["messages"], state["earlier_messages"] = messages[-keep:], len(messages) - keep
+        text = render()
+    return text
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):
@@ -228,9 +251,11 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         if self.format == "html":
             context = page_context(conversation=conversation, token=self.token, persona=self.persona,
                                    permissions=self.permissions, embed=self._embed(conversation))
-            return render_to_string("widget/live.html", context), context["state"]["seq"]
+            render = partial(render_to_string, "widget/live.html", context)
+            return _within_limit(render, context["state"]), context["state"]["seq"]
         state = queries.conversation_state(conversation, after_seq=self.after_seq)
-        return json.dumps({"type": "state", "seq": state["seq"], "state": state}), state["seq"]
+        render = partial(lambda s: json.dumps({"type": "state", "seq": s["seq"], "state": s}), state)
+        return _within_limit(render, state), state["seq"]
 
     def _embed(self, conversation) -> Embed | None:
         """The same embedding the page was rendered with (it only shapes links, never grants anything)."""
