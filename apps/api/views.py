@@ -59,6 +59,28 @@ _ETAG = {"ETag": {"description": 'the log head, e.g. `"42"`; send it back as If-
 DOCUMENTED_HEADERS = {"responses": {"429": {"headers": _RETRY_AFTER}}}
 
 
+def _linked(status: str, links: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """DOCUMENTED_HEADERS plus OpenAPI links from one response: where its ids lead (clients, schemathesis' stateful phase)."""
+    return {"responses": {**DOCUMENTED_HEADERS["responses"], status: {"links": links}}}
+
+
+_CONVERSATION = {"id": "$response.body#/conversation_id"}
+# What a started conversation's answer leads to: its id (and its first run's) in these operations.
+STARTED_LINKS = {
+    "ReadMessages": {"operationId": "apps_api_views_messages", "parameters": _CONVERSATION},
+    "SendTurn": {"operationId": "apps_api_views_turn", "parameters": _CONVERSATION},
+    "AnswerResults": {"operationId": "apps_api_views_results",
+                      "parameters": {**_CONVERSATION, "run_id": "$response.body#/run_id"}},
+    "ContinueConversation": {"operationId": "apps_api_views_continue_", "parameters": _CONVERSATION},
+    "IssueToken": {"operationId": "apps_api_views_issue_token", "parameters": _CONVERSATION},
+    "AddParticipant": {"operationId": "apps_api_views_add_participant", "parameters": _CONVERSATION},
+    "ListMemory": {"operationId": "apps_api_views_list_memory", "parameters": _CONVERSATION},
+    "ClearMemory": {"operationId": "apps_api_views_clear_memory", "parameters": _CONVERSATION},
+    "RevokeToken": {"operationId": "apps_api_views_revoke_token", "parameters": _CONVERSATION,
+                    "requestBody": {"token": "$response.body#/token"}},
+}
+
+
 _ENCODER = NinjaJSONEncoder()
 
 
@@ -115,7 +137,9 @@ def _check_directive_allowed(principal: Principal, directive: schemas.Directive 
 
 @api.post(
     "/assistants", response={201: schemas.AssistantOut, frozenset(BAD | {401, 403, 429}): schemas.ErrorOut},
-    summary="Create an assistant", tags=["assistants"], openapi_extra=DOCUMENTED_HEADERS,
+    summary="Create an assistant", tags=["assistants"],
+    openapi_extra=_linked("201", {"StartConversation": {
+        "operationId": "apps_api_views_start", "requestBody": {"assistant": "$response.body#/id", "message": "hello"}}}),
 )
 def create(request: HttpRequest, payload: schemas.AssistantConfigIn):
     """Create an assistant from its JSON configuration (API key). Invalid → 422 `invalid_assistant_config`."""
@@ -126,7 +150,7 @@ def create(request: HttpRequest, payload: schemas.AssistantConfigIn):
 
 @api.post(
     "/agent/conversations", response={201: schemas.StartOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
-    summary="Start a conversation", tags=["conversations"], openapi_extra=DOCUMENTED_HEADERS,
+    summary="Start a conversation", tags=["conversations"], openapi_extra=_linked("201", STARTED_LINKS),
 )
 def start(request: HttpRequest, payload: schemas.StartIn, idempotency_key: str | None = IdempotencyKey):
     """
@@ -148,7 +172,9 @@ def start(request: HttpRequest, payload: schemas.StartIn, idempotency_key: str |
 
 @api.post(
     "/agent/conversations/{id}/turns", response={202: schemas.TurnOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
-    summary="Send a user message (a new turn)", tags=["conversations"], openapi_extra=DOCUMENTED_HEADERS,
+    summary="Send a user message (a new turn)", tags=["conversations"],
+    openapi_extra=_linked("202", {"AnswerResults": {"operationId": "apps_api_views_results", "parameters": {
+        "id": "$request.path.id", "run_id": "$response.body#/run_id"}}}),
 )
 def turn(request: HttpRequest, payload: schemas.TurnIn, id: str = ConversationId, idempotency_key: str | None = IdempotencyKey):
     """

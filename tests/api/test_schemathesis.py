@@ -52,3 +52,32 @@ def test_the_api_honours_its_openapi_document(case, api_key, paused, unlimited):
         case.path_parameters.update({k: v for k, v in paused.items() if k in case.path_parameters})
 
     case.call_and_validate(headers={"Authorization": f"Bearer {api_key}"}, checks=CHECKS)
+
+
+def test_linked_operations_hold_their_contract_in_sequence(api_key, unlimited):
+    """The stateful phase: assistant → conversation → its reads, turns, answers and tokens, through the links."""
+    from hypothesis import settings as run_settings
+
+    workflow = schema.as_state_machine()
+
+    class Workflow(workflow):
+        def get_call_kwargs(self, case):
+            return {"headers": {"Authorization": f"Bearer {api_key}"}}
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            case.validate_response(response, checks=[not_a_server_error, status_code_conformance, response_schema_conformance])
+
+    steps: list[str] = []
+    original = Workflow.step
+
+    def counted(self, input):
+        steps.append(input.case.operation.label)
+        return original(self, input)
+
+    Workflow.step = counted
+    Workflow.run(settings=run_settings(max_examples=25, stateful_step_count=6, deadline=None, derandomize=True,
+                                       suppress_health_check=list(HealthCheck)))
+
+    # Past the first operation: linked operations ran on what the earlier ones created.
+    assert {"POST /v1/assistants", "POST /v1/agent/conversations"} <= set(steps)
+    assert set(steps) - {"POST /v1/assistants", "POST /v1/agent/conversations"}
