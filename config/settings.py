@@ -40,6 +40,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "daphne",
+    "servestatic",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
