@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 DEMO_NAME = "Waypoint demo support"
+DEMO_INSTRUCTIONS = (
+    "You are the support agent of the Waypoint demo shop. Answer briefly and kindly. Look an order up with "
+    "lookup_order before saying anything about it; a refund needs issue_refund, which a person approves; ask for "
+    "a delivery date with pick_date; when the customer says goodbye, call complete_conversation."
+)
 
 
 def demo_config(webhook_url: str) -> dict:
     return {
         "name": DEMO_NAME,
+        "instructions": DEMO_INSTRUCTIONS,
         "allow_conversation_completion": True,
         "step_budget": 8,
         "model": {
             "provider": "scripted",
+            "temperature": 0.2,
+            "max_output_tokens": 400,
             "rules": [
                 {
                     "match": "refund",

@@ -62,6 +62,7 @@ class ModelRequest:
     closing: bool = False
     memory: list[str] = field(default_factory=list)
     continuation: bool = False  # this turn goes on with an interrupted one (Continue)
+    instructions: str = ""  # the assistant's `instructions`: the first system message
 
 
 class ModelFailed(Exception):
@@ -221,6 +222,8 @@ def _round_messages(past: PastRound) -> list[dict[str, Any]]:
 def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """Build the Chat Completions message list for a request: the earlier turns from the record, then this one."""
     messages: list[dict[str, Any]] = []
+    if request.instructions:
+        messages.append({"role": "system", "content": request.instructions})
     if request.memory:
         messages.append({"role": "system", "content": "Facts to remember:\n" + "\n".join(f"- {m}" for m in request.memory)})
     for turn in request.history:
@@ -254,6 +257,7 @@ class OpenAIProvider:
     """Any OpenAI-compatible Chat Completions endpoint with tool calling."""
 
     RETRIES = 3
+    DEFAULT_TIMEOUT_SECONDS = 60.0
 
     def __init__(self, config: dict[str, Any], *, api_key: str, base_url: str, retry_seconds: float = 0.5,
                  client: Any = None, sleep=time.sleep, refusal: str = ""):
@@ -262,27 +266,50 @@ class OpenAIProvider:
         self.refusal = refusal  # why this endpoint may not be called: the round fails with it, nothing is sent
         self.model = config["model"]
         self.stream = bool(config.get("stream"))
+        self.temperature = config.get("temperature")
+        self.max_output_tokens = config.get("max_output_tokens")
+        self.tool_choice = config.get("tool_choice")
+        self.timeout = float(config.get("timeout_seconds") or self.DEFAULT_TIMEOUT_SECONDS)
         self.sleep = sleep
         self.retry_seconds = retry_seconds
         self.client = client or openai.OpenAI(
-            api_key=api_key or "not-needed", base_url=base_url or None, max_retries=0, timeout=60
+            api_key=api_key or "not-needed", base_url=base_url or None, max_retries=0, timeout=self.timeout
         )
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The Chat Completions request for a model round (without the transport's timeout)."""
+        body: dict[str, Any] = {"model": self.model, "messages": openai_messages(request)}
+        if self.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.max_output_tokens is not None:
+            # `max_tokens`, not `max_completion_tokens`: llama.cpp, llama-cpp-python, vLLM and Ollama
+            # read only this one, and OpenAI still accepts it for its chat models.
+            body["max_tokens"] = self.max_output_tokens
+        if request.tools and not request.closing:
+            body["tools"] = _openai_tools(request.tools)
+            choice = self.tool_choice
+            # A forced tool is forced until the turn has called a tool: forcing every round would
+            # call it again and again until the step budget ran out.
+            if choice not in (None, "auto", "none") and any(past.calls for past in request.rounds):
+                choice = "auto"
+            if choice is not None:
+                body["tool_choice"] = choice if choice in ("auto", "none", "required") else {
+                    "type": "function", "function": {"name": choice}}
+        return body
 
     def complete(self, request: ModelRequest, on_draft: DraftSink = _no_draft) -> ModelRound:
         import openai
 
         if self.refusal:
             raise ModelFailed(self.refusal)
-        kwargs: dict[str, Any] = {"model": self.model, "messages": openai_messages(request)}
-        if self.stream:
-            kwargs["stream"] = True
-            kwargs["stream_options"] = {"include_usage": True}
-        if request.tools and not request.closing:
-            kwargs["tools"] = _openai_tools(request.tools)
+        kwargs = self.request_body(request)
         delay = self.retry_seconds
         for attempt in range(self.RETRIES + 1):
             try:
-                response = self.client.chat.completions.create(**kwargs)
+                response = self.client.chat.completions.create(**kwargs, timeout=self.timeout)
                 if self.stream:
                     return self._collect(response, on_draft)
                 break

@@ -377,6 +377,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
                 history=earlier.turns, message=state.message, continuation=state.continuation,
                 rounds=turns.past_rounds(state), tools=tools, closing=step.closing,
                 memory=facts if facts is not None else (facts := active_facts(cid)),
+                instructions=config.get("instructions") or "",
             )
             try:
                 answer = provider.complete(request, on_draft=partial(broadcast.draft_changed, cid, run.run_id, events[-1].seq))

@@ -353,6 +353,37 @@ class TestOpenAIProvider:
                                             message="what did I ask?", rounds=[], tools=[]))
         assert told == second_turn
 
+    def test_the_instructions_and_model_settings_reach_the_vendor(self, start, make_assistant, settings):
+        with wire.Vendor() as vendor:
+            vendor.queue(
+                wire.completion(tool_calls=[wire.tool_call("call_abc", "lookup_order", '{"order_id": "A-9"}')]),
+                wire.completion(content="On its way."),
+            )
+            settings.WAYPOINT_OPENAI_BASE_URL = vendor.base_url
+            assistant = make_assistant(instructions="You are Acme's support agent.", model={
+                "provider": "openai", "model": "gpt-4o-mini", "temperature": 0.1, "max_output_tokens": 50,
+                "tool_choice": "lookup_order"})
+
+            start("where is A-9?", assistant=assistant)
+
+        first, second = vendor.requests
+        assert first["messages"][0] == {"role": "system", "content": "You are Acme's support agent."}
+        assert (first["temperature"], first["max_tokens"]) == (0.1, 50)
+        assert first["tool_choice"] == {"type": "function", "function": {"name": "lookup_order"}}
+        assert second["tool_choice"] == "auto" and second["messages"][0] == first["messages"][0]
+
+    def test_a_vendor_slower_than_timeout_seconds_is_given_up_on(self, start, make_assistant, settings):
+        settings.WAYPOINT_MODEL_RETRY_SECONDS = 0.01
+        with wire.Vendor(delay_seconds=1.0) as vendor:
+            vendor.queue(*[wire.completion(content="too late")] * 4)
+            settings.WAYPOINT_OPENAI_BASE_URL = vendor.base_url
+            assistant = make_assistant(model={"provider": "openai", "model": "gpt-4o-mini", "timeout_seconds": 0.2})
+
+            started = start("hi", assistant=assistant)
+
+        s = state(started["conversation_id"])
+        assert s["run_status"] == "failed" and "APITimeoutError" in s["error"] and len(vendor.requests) == 4
+
     def test_malformed_tool_call_json_is_told_to_the_model(self, start, make_assistant, settings):
         with wire.Vendor() as vendor:
             vendor.queue(
