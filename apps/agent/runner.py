@@ -424,8 +424,8 @@ def _joins_model_round(step: turns.Step) -> bool:
     """Whether a step may commit together with the model round before it (see execute_run)."""
     if not isinstance(step, turns.RunAction):
         return False
-    if _no_linked_action(step):
-        return True  # only log entries: remember, or an unknown tool's failure
+    if _no_linked_action(step) or step.problem:
+        return True  # only log entries: remember, or the failure of a call that cannot be made
     action = ACTIONS.get(step.tool.get("action", ""))
     return action is not None and action.read_only
 
@@ -476,22 +476,28 @@ def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call:
     return ClientActionRequested(run_id=run.run_id, call_id=call.call_id, tool=call.tool, arguments=call.arguments, expires_at=expires_at)
 
 
+def _stored_name(tool: str) -> str:
+    """A tool name as the action log keeps it: a model's name for an unknown tool may be any length."""
+    return tool if len(tool) <= 64 else tool[:64] + "…"
+
+
 def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held, commit, earlier: history.History) -> None:
     call = step.call
+    if step.problem or (_no_linked_action(step) and call.tool != "remember"):
+        # Recorded as an action that started and failed at once: the action log row the finish
+        # updates must exist, or the step cannot commit and the run never ends.
+        tool = _stored_name(call.tool)
+        started = ActionStarted(run_id=run.run_id, call_id=call.call_id, tool=tool, action="", arguments=call.arguments,
+                                side_effecting=False, idempotency_key=f"{run.turn_id}:{call.call_id}", attempt=step.attempt)
+        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=tool, ok=False,
+                                  error=step.problem or f"unknown tool {tool!r}")
+        commit([started, finished])
+        return
     if call.tool == "remember":
         commit(workspace_actions.remember_call(
             conversation_id=cid, run_id=run.run_id, turn_id=run.turn_id, call_id=call.call_id, arguments=call.arguments,
             persona=run.caller,
         ))
-        return
-    if _no_linked_action(step):
-        error = f"unknown tool {call.tool!r}"
-        # Recorded as an action that started and failed at once: the action log row the finish
-        # updates must exist, or the step cannot commit and the run never ends.
-        started = ActionStarted(run_id=run.run_id, call_id=call.call_id, tool=call.tool, action="", arguments=call.arguments,
-                                side_effecting=False, idempotency_key=f"{run.turn_id}:{call.call_id}", attempt=step.attempt)
-        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=error)
-        commit([started, finished])
         return
     action = ACTIONS[step.tool["action"]]
     # A retry in this turn keeps the key it started with; a re-attempt of an earlier turn's
@@ -513,8 +519,6 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
     if not action.read_only:
         commit([started])  # before the action runs: a crash then leaves a start without a finish
     try:
-        if "_malformed_arguments" in call.arguments:
-            raise ActionError("the tool call's arguments were not valid JSON; call it again with a JSON object")
         output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.arguments,
                                        workspace=Workspace(cid, lease=held.token), first_key=first_key))
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output=output)
