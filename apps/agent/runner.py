@@ -24,7 +24,7 @@ from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, ActionCall, ActionError
@@ -219,7 +219,15 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
         retry = "recovery" if recovering else "takeover" if held.previous_holder else ""
         run = _oldest_running(conversation_id)
         while run is not None:
-            execute_run(run, held, retry=retry)
+            try:
+                execute_run(run, held, retry=retry)
+            except LeaseLost:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a run that fails for any reason is retried a bounded number of times
+                log.exception("run %s of conversation %s failed", run.run_id, conversation_id)
+                retry = ""
+                if _retry_after_error(conversation_id, run, held, exc):
+                    continue
             retry = ""
             after = _oldest_running(conversation_id)
             if after is not None and after.run_id == run.run_id:
@@ -237,6 +245,35 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
     # A turn dispatched between our last look and the release had its own kick refused by our
     # lease: nobody else will drive it until recovery, so take it now.
     return drained and _oldest_running(conversation_id) is not None
+
+
+def _retry_after_error(conversation_id: str, run: WorkflowLog, held: lease.Held, exc: Exception) -> bool:
+    """
+    Record an unexpected error of a run: a retry after a backoff (True), or at the bound its failure.
+
+    The retry is `turn_retried` with a safe reason (the error's type, never its text, which may
+    hold model output or a secret). After `turns.MAX_RETRIES` retries in a row without a step
+    committed in between, the run is `failed` and the conversation takes new turns again
+    (PRODUCT.md rule 8, "Bounded failure").
+    :raises LeaseLost: another writer took the conversation meanwhile
+    """
+    if isinstance(exc, DatabaseError):
+        connection.close_if_unusable_or_obsolete()  # a lost connection is opened again for the record
+    events = store.read(conversation_id, turn_id=run.turn_id)
+    state = turns.turn_state(events)
+    if state.ended or not events:
+        return False
+    reason = f"an unexpected error ({type(exc).__name__})"
+    retries = turns.stalled_retries(events)
+    journal = _Journal()
+    if retries >= turns.MAX_RETRIES:
+        error = f"The run stopped after {retries} retries, each ending in {reason}. Send a new message to try again."
+        _append(conversation_id, run.turn_id, [TurnFailed(run_id=run.run_id, error=error)], held, journal)
+        return False
+    marker = TurnRetried(run_id=run.run_id, attempt=state.retries + 1, after_seq=events[-1].seq, reason=reason)
+    _append(conversation_id, run.turn_id, [marker], held, journal)
+    time.sleep(settings.WAYPOINT_RUN_RETRY_SECONDS * 2**retries)  # the heartbeat keeps the lease meanwhile
+    return True
 
 
 def _look_again_at_expiry(conversation_id: str) -> None:
@@ -365,6 +402,11 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
             continue
         marker = _retry_marker(retry, run, events, state, step)
         retry = ""
+        if marker is not None and turns.stalled_retries(events) >= turns.MAX_RETRIES:
+            # Resumed again and again without getting a step further: a turn that takes its process down.
+            commit([TurnFailed(run_id=run.run_id, error=f"The run stopped after {turns.MAX_RETRIES} resumptions that "
+                               "got no further. Send a new message to try again.")])
+            return
         if marker is not None:
             commit([marker])
             continue

@@ -133,6 +133,19 @@ def turn_state(events: list[Recorded]) -> TurnState:
     return s
 
 
+MAX_RETRIES = 3  # PRODUCT.md rule 8, "Bounded failure"
+
+
+def stalled_retries(events: list[Recorded]) -> int:
+    """How many times in a row a turn was retried (`turn_retried`) without a step committed since."""
+    count = 0
+    for rec in reversed(events):
+        if rec.kind != "turn_retried":
+            break
+        count += 1
+    return count
+
+
 UNKNOWN_NOTE = "The server stopped while this action was under way: it may or may not have taken effect."
 
 
