@@ -203,6 +203,8 @@ WAYPOINT_RUN_RETRY_SECONDS = env.float("WAYPOINT_RUN_RETRY_SECONDS", default=1.0
 WAYPOINT_RECOVERY_INTERVAL_SECONDS = env.float("WAYPOINT_RECOVERY_INTERVAL_SECONDS", default=1.0)
 WAYPOINT_FAULT_AT = env.str("WAYPOINT_FAULT_AT", default="")
 WAYPOINT_LOAD_DEMO = env.bool("WAYPOINT_LOAD_DEMO", default=False)
+# A model name on WAYPOINT_OPENAI_BASE_URL for the demo assistant; unset: the scripted demo.
+WAYPOINT_DEMO_MODEL = env.str("WAYPOINT_DEMO_MODEL", default="")
 
 # --- Staff panel (/staff/) --------------------------------------------------------------------
 INSTALLED_APPS += ["axes", "apps.staff"]
