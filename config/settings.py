@@ -206,9 +206,13 @@ WAYPOINT_SCRIPTED_STREAM_DELAY_SECONDS = env.float("WAYPOINT_SCRIPTED_STREAM_DEL
 # right after commit, which keeps request-level tests deterministic.
 WAYPOINT_RUNNER = env.str("WAYPOINT_RUNNER", default="inline" if TESTING else "thread")
 WAYPOINT_LEASE_SECONDS = env.float("WAYPOINT_LEASE_SECONDS", default=5.0)
+# A run that fails unexpectedly is retried after this, doubled each time (1, 2, 4 s), then failed.
+WAYPOINT_RUN_RETRY_SECONDS = env.float("WAYPOINT_RUN_RETRY_SECONDS", default=1.0)
 WAYPOINT_RECOVERY_INTERVAL_SECONDS = env.float("WAYPOINT_RECOVERY_INTERVAL_SECONDS", default=1.0)
 WAYPOINT_FAULT_AT = env.str("WAYPOINT_FAULT_AT", default="")
 WAYPOINT_LOAD_DEMO = env.bool("WAYPOINT_LOAD_DEMO", default=False)
+# A model name on WAYPOINT_OPENAI_BASE_URL for the demo assistant; unset: the scripted demo.
+WAYPOINT_DEMO_MODEL = env.str("WAYPOINT_DEMO_MODEL", default="")
 
 # --- Staff panel (/staff/) --------------------------------------------------------------------
 INSTALLED_APPS += ["axes", "apps.staff"]

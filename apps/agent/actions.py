@@ -36,16 +36,17 @@ def create_assistant(*, config: Any, is_demo: bool = False) -> Assistant:
     return Assistant.objects.create(name=clean["name"], config=clean, is_demo=is_demo)
 
 
-def load_demo(*, base_url: str, allowed_origins: list[str] | None = None) -> Assistant:
+def load_demo(*, base_url: str, allowed_origins: list[str] | None = None, model: str = "") -> Assistant:
     """
     Create or refresh the demo assistant, whose refund webhook points at this server's demo shop.
 
     `allowed_origins` are the sites that may embed its widget (the demo shop of `make run`).
+    `model`: a model name on the deployment's OpenAI-compatible endpoint instead of the scripted model.
     :raises ConfigError: an allowed origin is not like https://shop.example
     """
     from apps.agent.demo import DEMO_NAME, demo_config
 
-    config = demo_config(f"{base_url.rstrip('/')}/demo/hooks/refund")
+    config = demo_config(f"{base_url.rstrip('/')}/demo/hooks/refund", model=model)
     if allowed_origins:
         config["allowed_origins"] = list(allowed_origins)
     clean = check_assistant_config(config)

@@ -17,6 +17,8 @@ ACTIONS = {"echo", "fail", "sleep", "webhook", "write_file", "read_file", "list_
 PROVIDERS = {"scripted", "openai"}
 MODES = {"agent", "simple"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+TOOL_CHOICES = ("auto", "none", "required")
+MAX_INSTRUCTIONS_CHARS = 20_000
 
 
 class ConfigError(ValueError):
@@ -127,6 +129,8 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
     out.setdefault("required_approver", "")
     if not isinstance(out["required_approver"], str):
         problems.append("required_approver: must be a persona identity")
+    if "instructions" in out and (not isinstance(out["instructions"], str) or len(out["instructions"]) > MAX_INSTRUCTIONS_CHARS):
+        problems.append(f"instructions: must be text of at most {MAX_INSTRUCTIONS_CHARS} characters")
 
     tools = config.get("tools", [])
     names: set[str] = set(BUILTIN_TOOLS)
@@ -206,9 +210,32 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
         elif "base_url" in model and not any(same_endpoint(model["base_url"], e) for e in model_endpoints):
             problems.append("model.base_url: not a model endpoint of this deployment (WAYPOINT_OPENAI_BASE_URL or "
                             "WAYPOINT_MODEL_BASE_URLS); leave it out to use the deployment's")
+    if isinstance(model, dict):
+        _check_model_settings(model, names, problems)
     if problems:
         raise ConfigError(problems)
     return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_model_settings(model: dict[str, Any], tool_names: set[str], problems: list[str]) -> None:
+    """The sampling and request settings any provider may be given (the scripted one ignores them)."""
+    if "temperature" in model and not (_number(model["temperature"]) and 0 <= model["temperature"] <= 2):
+        problems.append("model.temperature: must be a number from 0 to 2")
+    tokens = model.get("max_output_tokens")
+    if "max_output_tokens" in model and not (isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 1):
+        problems.append("model.max_output_tokens: must be a whole number of at least 1")
+    choice = model.get("tool_choice")
+    if "tool_choice" in model and not (isinstance(choice, str) and (choice in TOOL_CHOICES or choice in tool_names)):
+        problems.append("model.tool_choice: must be auto, none, required or the name of one of the assistant's tools")
+    timeout = model.get("timeout_seconds")
+    if "timeout_seconds" in model and not (_number(timeout) and 0 < timeout <= 3600):
+        problems.append("model.timeout_seconds: must be a number of seconds above 0 (at most 3600)")
+    if "stream" in model and not isinstance(model["stream"], bool):
+        problems.append("model.stream: must be true or false")
 
 
 def tool_by_name(config: dict[str, Any], name: str) -> dict[str, Any] | None:

@@ -1,17 +1,36 @@
-"""The demo assistant loaded by the run command: one scripted support agent showing every feature."""
+"""
+The demo assistant loaded by the run command: one support agent showing every feature.
+
+Scripted by default (no key, no network); given a model name (`WAYPOINT_DEMO_MODEL`) it is the same
+agent on the deployment's OpenAI-compatible endpoint, with the same tools and instructions.
+"""
 
 from __future__ import annotations
 
 DEMO_NAME = "Waypoint demo support"
+DEMO_INSTRUCTIONS = (
+    "You are the support agent of the Waypoint demo shop. Answer briefly and kindly. Look an order up with "
+    "lookup_order before saying anything about it; a refund needs issue_refund, which a person approves; ask for "
+    "a delivery date with pick_date; when the customer says goodbye, call complete_conversation."
+)
 
 
-def demo_config(webhook_url: str) -> dict:
-    return {
+def real_model(name: str) -> dict:
+    """The demo's model block for a real model on the deployment's endpoint (WAYPOINT_OPENAI_BASE_URL)."""
+    return {"provider": "openai", "model": name, "stream": True, "temperature": 0.2, "max_output_tokens": 400,
+            "timeout_seconds": 120}
+
+
+def demo_config(webhook_url: str, *, model: str = "") -> dict:
+    config = {
         "name": DEMO_NAME,
+        "instructions": DEMO_INSTRUCTIONS,
         "allow_conversation_completion": True,
         "step_budget": 8,
         "model": {
             "provider": "scripted",
+            "temperature": 0.2,
+            "max_output_tokens": 400,
             "rules": [
                 {
                     "match": "refund",
@@ -47,12 +66,20 @@ def demo_config(webhook_url: str) -> dict:
             "fallback": [{"say": "You said: {message}. Try asking about an order, a refund, a delivery date, help, or say bye."}],
         },
         "tools": [
-            {"name": "lookup_order", "kind": "server", "action": "echo"},
-            {"name": "issue_refund", "kind": "server", "action": "webhook", "url": webhook_url, "requires_approval": True},
+            {"name": "lookup_order", "kind": "server", "action": "echo", "description": "Look an order up by its id",
+             "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}},
+            {"name": "issue_refund", "kind": "server", "action": "webhook", "url": webhook_url, "requires_approval": True,
+             "description": "Refund an amount of an order (a person approves it first)",
+             "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+                            "required": ["order_id", "amount"]}},
             {
                 "name": "pick_date",
                 "kind": "client",
+                "description": "Ask the customer for a delivery date",
                 "parameters": {"type": "object", "properties": {"date": {"type": "string", "format": "date", "title": "Delivery date"}}},
             },
         ],
     }
+    if model:
+        config["model"] = real_model(model)
+    return config

@@ -109,6 +109,7 @@ def _forget(past: PastRound, turn_id: str, forgotten: set[tuple[str, str]]) -> P
     """A round whose `remember` calls made facts cleared since: their text never reaches a model again."""
     if not any((turn_id, c.call_id) in forgotten for c in past.calls):
         return past
-    calls = [ToolCall(c.call_id, c.tool, {"fact": FORGOTTEN}) if (turn_id, c.call_id) in forgotten else c for c in past.calls]
+    calls = [ToolCall(c.call_id, c.tool, {"fact": FORGOTTEN}, c.vendor_id) if (turn_id, c.call_id) in forgotten else c
+             for c in past.calls]
     results = {call_id: {"forgotten": True} if (turn_id, call_id) in forgotten else value for call_id, value in past.results.items()}
     return PastRound(past.text, calls, results)

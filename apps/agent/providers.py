@@ -17,12 +17,16 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True)
 class ToolCall:
-    call_id: str
+    call_id: str  # Waypoint's own: unique in its turn, whatever the vendor sent
     tool: str
     arguments: dict[str, Any]
+    vendor_id: str = ""  # the vendor's id for the call, sent back to it in the history; "" when it gave none
 
     def as_dict(self) -> dict[str, Any]:
-        return {"call_id": self.call_id, "tool": self.tool, "arguments": self.arguments}
+        out = {"call_id": self.call_id, "tool": self.tool, "arguments": self.arguments}
+        if self.vendor_id:
+            out["vendor_id"] = self.vendor_id
+        return out
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class ModelRequest:
     closing: bool = False
     memory: list[str] = field(default_factory=list)
     continuation: bool = False  # this turn goes on with an interrupted one (Continue)
+    instructions: str = ""  # the assistant's `instructions`: the first system message
 
 
 class ModelFailed(Exception):
@@ -168,7 +173,44 @@ def resume_point(history: list[PastTurn]) -> tuple[str, int, Any]:
     return chain[0].message, index, last
 
 
+# --- reading what OpenAI-compatible servers send ------------------------------------------------
+# Servers differ in the details of the Chat Completions format (llama.cpp's llama-server,
+# llama-cpp-python, vLLM, Ollama, OpenAI itself): what they send is read tolerantly, and nothing
+# a vendor sends becomes one of Waypoint's keys or reaches a bounded column unchecked.
+
+MAX_TOOL_NAME = 64  # OpenAI's limit for a function name; every configured tool name fits in it
+MAX_ARGUMENT_CHARS = 100_000
+MAX_VENDOR_ID = 512  # a longer id is not kept: the call is sent back under Waypoint's own id
+
+
+def _text(value: Any) -> str:
+    """A wire value as text: servers send strings, but some send null, an object or content parts."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # content parts: [{"type": "text", "text": …}, …]
+        return "".join(_text(part.get("text")) if isinstance(part, dict) else _text(getattr(part, "text", "")) for part in value)
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)
+
+
+def _no_nul(value: Any) -> Any:
+    """Drop NUL characters, which PostgreSQL refuses in text and JSON, from a value received from a model."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_no_nul(k): _no_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nul(v) for v in value]
+    return value
+
+
 def _arguments(raw: str | None) -> dict[str, Any]:
+    if raw is not None and len(raw) > MAX_ARGUMENT_CHARS:
+        # Kept out of the log: only its size is recorded, and the call fails with that.
+        return {"_oversized_arguments": len(raw)}
     try:
         arguments = json.loads(raw or "{}")
         if not isinstance(arguments, dict):
@@ -176,7 +218,129 @@ def _arguments(raw: str | None) -> dict[str, Any]:
     except ValueError:
         # A malformed call becomes a call whose result tells the model so; it can retry.
         return {"_malformed_arguments": raw}
-    return arguments
+    return _no_nul(arguments)
+
+
+def _is_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _joined_name(pieces: list[str]) -> str:
+    """A streamed tool name: sent once (OpenAI), whole in every delta (llama-cpp-python), or in parts."""
+    pieces = [p for p in pieces if p]
+    if len(pieces) > 1 and all(b.startswith(a) for a, b in zip(pieces, pieces[1:], strict=False)):
+        return pieces[-1]
+    return "".join(pieces)
+
+
+def _joined_arguments(pieces: list[str]) -> str:
+    """
+    Streamed tool arguments: in parts (OpenAI, llama-cpp-python), or whole, repeated or at the end.
+
+    The parts joined are taken when they make a JSON object; otherwise the last part, when it alone
+    is one (a server that sent the whole text again) or each part repeats the one before (the text so
+    far); otherwise what was sent, to be reported as malformed.
+    """
+    pieces = [p for p in pieces if p]
+    whole = "".join(pieces)
+    if len(pieces) < 2 or _is_object(whole):
+        return whole
+    if _is_object(pieces[-1]) or all(b.startswith(a) for a, b in zip(pieces, pieces[1:], strict=False)):
+        return pieces[-1]
+    return whole
+
+
+@dataclass
+class _WireCall:
+    """A tool call as one vendor sent it, before Waypoint gives it its own id."""
+
+    vendor_id: str = ""
+    names: list[str] = field(default_factory=list)
+    arguments: list[str] = field(default_factory=list)
+
+
+def _tool_calls(wire: list[_WireCall], round_number: int) -> list[ToolCall]:
+    """
+    Give a round's calls Waypoint's ids (`call_<round>_<n>`) and keep each vendor id for the wire.
+
+    A vendor id is kept only when it is there, not too long and not repeated in the round. A name
+    longer than any tool's is cut (and so names no tool: the call fails as an unknown tool).
+    """
+    seen: set[str] = set()
+    out = []
+    for n, call in enumerate(wire, 1):
+        vendor_id = _no_nul(call.vendor_id)
+        if not vendor_id or len(vendor_id) > MAX_VENDOR_ID or vendor_id in seen:
+            vendor_id = ""
+        seen.add(vendor_id)
+        name = _no_nul(_joined_name(call.names)).strip()
+        if len(name) > MAX_TOOL_NAME:
+            name = name[:MAX_TOOL_NAME] + "…"
+        out.append(ToolCall(f"call_{round_number}_{n}", name, _arguments(_joined_arguments(call.arguments)), vendor_id))
+    return out
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    """Token counts when the server reports them (some never do, some only in a stream's last chunk)."""
+    out = {}
+    for name in ("prompt_tokens", "completion_tokens"):
+        n = getattr(usage, name, None)
+        if isinstance(n, int) and not isinstance(n, bool):
+            out[name] = n
+    return out
+
+
+def _message_calls(message: Any) -> list[_WireCall]:
+    """The tool calls of a whole (non-streamed) answer: `tool_calls`, else the legacy `function_call`."""
+    wire = []
+    for tc in getattr(message, "tool_calls", None) or []:
+        function = getattr(tc, "function", None)
+        wire.append(_WireCall(_text(getattr(tc, "id", None)), [_text(getattr(function, "name", None))],
+                              [_text(getattr(function, "arguments", None))]))
+    legacy = getattr(message, "function_call", None)
+    if not wire and legacy is not None:
+        wire.append(_WireCall("", [_text(getattr(legacy, "name", None))], [_text(getattr(legacy, "arguments", None))]))
+    return wire
+
+
+class _StreamedCalls:
+    """The tool calls of a streamed answer, assembled from deltas whatever the server's habits."""
+
+    def __init__(self) -> None:
+        self.calls: list[_WireCall] = []
+        self.at: dict[int, int] = {}  # the vendor's index -> the position of its current call
+        self.legacy = _WireCall()
+
+    def add(self, delta: Any) -> None:
+        for position, tc in enumerate(getattr(delta, "tool_calls", None) or []):
+            vendor_id = _text(getattr(tc, "id", None))
+            index = getattr(tc, "index", None)
+            if not isinstance(index, int) or isinstance(index, bool):
+                index = -1 - position  # no index: the position in this delta (ids below tell calls apart)
+            current = self.calls[self.at[index]] if index in self.at else None
+            # Another id at the same index is another call (servers that send each call whole at index 0).
+            if current is None or (vendor_id and current.vendor_id and vendor_id != current.vendor_id):
+                current = _WireCall(vendor_id)
+                self.at[index] = len(self.calls)
+                self.calls.append(current)
+            current.vendor_id = current.vendor_id or vendor_id
+            function = getattr(tc, "function", None)
+            if function is not None:
+                current.names.append(_text(getattr(function, "name", None)))
+                current.arguments.append(_text(getattr(function, "arguments", None)))
+        legacy = getattr(delta, "function_call", None)
+        if legacy is not None:
+            self.legacy.names.append(_text(getattr(legacy, "name", None)))
+            self.legacy.arguments.append(_text(getattr(legacy, "arguments", None)))
+
+    def wire(self) -> list[_WireCall]:
+        # Servers that send both (llama-cpp-python) mean the same call twice: tool_calls wins.
+        if self.calls:
+            return self.calls
+        return [self.legacy] if any(self.legacy.names) else []
 
 
 def _openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -209,18 +373,21 @@ def _round_messages(past: PastRound) -> list[dict[str, Any]]:
         # Never null: several OpenAI-compatible servers refuse a null content beside tool calls.
         "content": past.text or "",
         "tool_calls": [
-            {"id": c.call_id, "type": "function", "function": {"name": c.tool, "arguments": json.dumps(c.arguments)}}
+            {"id": c.vendor_id or c.call_id, "type": "function", "function": {"name": c.tool, "arguments": json.dumps(c.arguments)}}
             for c in past.calls
         ],
     }]
     for c in past.calls:
-        out.append({"role": "tool", "tool_call_id": c.call_id, "content": json.dumps(past.results.get(c.call_id))})
+        # Always a string: a tool message's content is text on every server, whatever the result is.
+        out.append({"role": "tool", "tool_call_id": c.vendor_id or c.call_id, "content": json.dumps(past.results.get(c.call_id))})
     return out
 
 
 def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """Build the Chat Completions message list for a request: the earlier turns from the record, then this one."""
     messages: list[dict[str, Any]] = []
+    if request.instructions:
+        messages.append({"role": "system", "content": request.instructions})
     if request.memory:
         messages.append({"role": "system", "content": "Facts to remember:\n" + "\n".join(f"- {m}" for m in request.memory)})
     for turn in request.history:
@@ -251,9 +418,15 @@ def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
 
 
 class OpenAIProvider:
-    """Any OpenAI-compatible Chat Completions endpoint with tool calling."""
+    """
+    Any OpenAI-compatible Chat Completions endpoint with tool calling.
+
+    Sends only what the specification allows and every common server accepts; reads answers
+    tolerantly (see "reading what OpenAI-compatible servers send" above).
+    """
 
     RETRIES = 3
+    DEFAULT_TIMEOUT_SECONDS = 60.0
 
     def __init__(self, config: dict[str, Any], *, api_key: str, base_url: str, retry_seconds: float = 0.5,
                  client: Any = None, sleep=time.sleep, refusal: str = ""):
@@ -262,70 +435,100 @@ class OpenAIProvider:
         self.refusal = refusal  # why this endpoint may not be called: the round fails with it, nothing is sent
         self.model = config["model"]
         self.stream = bool(config.get("stream"))
+        self.temperature = config.get("temperature")
+        self.max_output_tokens = config.get("max_output_tokens")
+        self.tool_choice = config.get("tool_choice")
+        self.timeout = float(config.get("timeout_seconds") or self.DEFAULT_TIMEOUT_SECONDS)
         self.sleep = sleep
         self.retry_seconds = retry_seconds
         self.client = client or openai.OpenAI(
-            api_key=api_key or "not-needed", base_url=base_url or None, max_retries=0, timeout=60
+            api_key=api_key or "not-needed", base_url=base_url or None, max_retries=0, timeout=self.timeout
         )
 
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The Chat Completions request for a model round (without the transport's timeout)."""
+        body: dict[str, Any] = {"model": self.model, "messages": openai_messages(request)}
+        if self.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.max_output_tokens is not None:
+            # `max_tokens`, not `max_completion_tokens`: llama.cpp, llama-cpp-python, vLLM and Ollama
+            # read only this one, and OpenAI still accepts it for its chat models.
+            body["max_tokens"] = self.max_output_tokens
+        if request.tools and not request.closing:
+            body["tools"] = _openai_tools(request.tools)
+            choice = self.tool_choice
+            # A forced tool is forced until the turn has called a tool: forcing every round would
+            # call it again and again until the step budget ran out.
+            if choice not in (None, "auto", "none") and any(past.calls for past in request.rounds):
+                choice = "auto"
+            if choice is not None:
+                body["tool_choice"] = choice if choice in ("auto", "none", "required") else {
+                    "type": "function", "function": {"name": choice}}
+        return body
+
     def complete(self, request: ModelRequest, on_draft: DraftSink = _no_draft) -> ModelRound:
+        import httpx
         import openai
 
         if self.refusal:
             raise ModelFailed(self.refusal)
-        kwargs: dict[str, Any] = {"model": self.model, "messages": openai_messages(request)}
-        if self.stream:
-            kwargs["stream"] = True
-            kwargs["stream_options"] = {"include_usage": True}
-        if request.tools and not request.closing:
-            kwargs["tools"] = _openai_tools(request.tools)
+        body = self.request_body(request)
+        round_number = len(request.rounds) + 1
         delay = self.retry_seconds
         for attempt in range(self.RETRIES + 1):
             try:
-                response = self.client.chat.completions.create(**kwargs)
+                response = self.client.chat.completions.create(**body, timeout=self.timeout)
                 if self.stream:
-                    return self._collect(response, on_draft)
-                break
-            except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
+                    return self._collect(response, on_draft, round_number)
+                return self._read(response, round_number)
+            except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError, httpx.TransportError) as exc:
+                # A stream cut off half way is retried as a whole: the next attempt's drafts replace its text.
                 if attempt == self.RETRIES:
                     raise ModelFailed(f"The model service is unavailable ({type(exc).__name__}); please try again later.") from exc
                 self.sleep(delay)
                 delay *= 2
             except openai.APIStatusError as exc:
                 raise ModelFailed(f"The model service refused the request (HTTP {exc.status_code}).") from exc
-        if not response.choices:
-            raise ModelFailed("The model returned no answer.")
-        message = response.choices[0].message
-        calls = [ToolCall(call_id=tc.id, tool=tc.function.name, arguments=_arguments(tc.function.arguments)) for tc in message.tool_calls or []]
-        usage = {}
-        if response.usage is not None:
-            usage = {
-                "prompt_tokens": response.usage.prompt_tokens or 0,
-                "completion_tokens": response.usage.completion_tokens or 0,
-            }
-        return ModelRound(text=message.content or "", calls=calls, usage=usage)
+            except (openai.APIError, json.JSONDecodeError) as exc:
+                # An error event inside a stream, or a chunk that is not JSON.
+                raise ModelFailed("The model service sent an answer that could not be read.") from exc
+        raise AssertionError("unreachable")
 
-    def _collect(self, stream, on_draft: DraftSink) -> ModelRound:
+    def _read(self, response: Any, round_number: int) -> ModelRound:
+        """Read a whole answer."""
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list):
+            # A proxy's HTML page or another non-JSON body comes back from the client as a string.
+            raise ModelFailed("The model service did not answer with a chat completion.")
+        message = getattr(choices[0], "message", None) if choices else None
+        if message is None:
+            raise ModelFailed("The model returned no answer.")
+        text = _no_nul(_text(getattr(message, "content", None)))
+        return ModelRound(text=text, calls=_tool_calls(_message_calls(message), round_number), usage=_usage(getattr(response, "usage", None)))
+
+    def _collect(self, stream: Any, on_draft: DraftSink, round_number: int) -> ModelRound:
         """Assemble a streamed answer, passing the text so far to `on_draft` as it grows."""
         text = ""
-        parts: dict[int, dict[str, str]] = {}
+        calls = _StreamedCalls()
         usage: dict[str, int] = {}
         for chunk in stream:
-            if chunk.usage is not None:
-                usage = {"prompt_tokens": chunk.usage.prompt_tokens or 0, "completion_tokens": chunk.usage.completion_tokens or 0}
-            for choice in chunk.choices:
-                delta = choice.delta
-                if delta.content:
-                    text += delta.content
+            usage = _usage(getattr(chunk, "usage", None)) or usage
+            for choice in getattr(chunk, "choices", None) or []:
+                if getattr(choice, "index", 0) not in (0, None):
+                    continue  # only the first choice is the answer (n is never asked for)
+                delta = getattr(choice, "delta", None)
+                if delta is None:
+                    continue
+                piece = _no_nul(_text(getattr(delta, "content", None)))
+                if piece:
+                    text += piece
                     on_draft(text)
-                for tc in delta.tool_calls or []:
-                    part = parts.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                    part["id"] = tc.id or part["id"]
-                    if tc.function is not None:
-                        part["name"] += tc.function.name or ""
-                        part["arguments"] += tc.function.arguments or ""
-        calls = [ToolCall(call_id=p["id"], tool=p["name"], arguments=_arguments(p["arguments"])) for _, p in sorted(parts.items())]
-        return ModelRound(text=text, calls=calls, usage=usage)
+                calls.add(delta)
+        return ModelRound(text=text, calls=_tool_calls(calls.wire(), round_number), usage=usage)
+
 
 def provider_for(config: dict[str, Any]) -> Provider:
     """Build the provider an assistant configuration names."""

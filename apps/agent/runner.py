@@ -24,7 +24,14 @@ from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, ActionCall, ActionError
@@ -219,7 +226,15 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
         retry = "recovery" if recovering else "takeover" if held.previous_holder else ""
         run = _oldest_running(conversation_id)
         while run is not None:
-            execute_run(run, held, retry=retry)
+            try:
+                execute_run(run, held, retry=retry)
+            except LeaseLost:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a run that fails for any reason is retried a bounded number of times
+                log.exception("run %s of conversation %s failed", run.run_id, conversation_id)
+                retry = ""
+                if _retry_after_error(conversation_id, run, held, exc):
+                    continue
             retry = ""
             after = _oldest_running(conversation_id)
             if after is not None and after.run_id == run.run_id:
@@ -237,6 +252,35 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
     # A turn dispatched between our last look and the release had its own kick refused by our
     # lease: nobody else will drive it until recovery, so take it now.
     return drained and _oldest_running(conversation_id) is not None
+
+
+def _retry_after_error(conversation_id: str, run: WorkflowLog, held: lease.Held, exc: Exception) -> bool:
+    """
+    Record an unexpected error of a run: a retry after a backoff (True), or at the bound its failure.
+
+    The retry is `turn_retried` with a safe reason (the error's type, never its text, which may
+    hold model output or a secret). After `turns.MAX_RETRIES` retries in a row without a step
+    committed in between, the run is `failed` and the conversation takes new turns again
+    (PRODUCT.md rule 8, "Bounded failure").
+    :raises LeaseLost: another writer took the conversation meanwhile
+    """
+    if isinstance(exc, DatabaseError):
+        connection.close_if_unusable_or_obsolete()  # a lost connection is opened again for the record
+    events = store.read(conversation_id, turn_id=run.turn_id)
+    state = turns.turn_state(events)
+    if state.ended or not events:
+        return False
+    reason = f"an unexpected error ({type(exc).__name__})"
+    retries = turns.stalled_retries(events)
+    journal = _Journal()
+    if retries >= turns.MAX_RETRIES:
+        error = f"The run stopped after {retries} retries, each ending in {reason}. Send a new message to try again."
+        _append(conversation_id, run.turn_id, [TurnFailed(run_id=run.run_id, error=error)], held, journal)
+        return False
+    marker = TurnRetried(run_id=run.run_id, attempt=state.retries + 1, after_seq=events[-1].seq, reason=reason)
+    _append(conversation_id, run.turn_id, [marker], held, journal)
+    time.sleep(settings.WAYPOINT_RUN_RETRY_SECONDS * 2**retries)  # the heartbeat keeps the lease meanwhile
+    return True
 
 
 def _look_again_at_expiry(conversation_id: str) -> None:
@@ -399,6 +443,11 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
             continue
         marker = _retry_marker(retry, run, events, state, step)
         retry = ""
+        if marker is not None and turns.stalled_retries(events) >= turns.MAX_RETRIES:
+            # Resumed again and again without getting a step further: a turn that takes its process down.
+            commit([TurnFailed(run_id=run.run_id, error=f"The run stopped after {turns.MAX_RETRIES} resumptions that "
+                               "got no further. Send a new message to try again.")])
+            return
         if marker is not None:
             commit([marker])
             continue
@@ -411,6 +460,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
                 history=earlier.turns, message=state.message, continuation=state.continuation,
                 rounds=turns.past_rounds(state), tools=tools, closing=step.closing,
                 memory=facts if facts is not None else (facts := active_facts(cid)),
+                instructions=config.get("instructions") or "",
             )
             try:
                 answer = provider.complete(request, on_draft=partial(broadcast.draft_changed, cid, run.run_id, events[-1].seq))
@@ -457,8 +507,8 @@ def _joins_model_round(step: turns.Step) -> bool:
     """Whether a step may commit together with the model round before it (see execute_run)."""
     if not isinstance(step, turns.RunAction):
         return False
-    if _no_linked_action(step):
-        return True  # only log entries: remember, or an unknown tool's failure
+    if _no_linked_action(step) or step.problem:
+        return True  # only log entries: remember, or the failure of a call that cannot be made
     action = ACTIONS.get(step.tool.get("action", ""))
     return action is not None and action.read_only
 
@@ -509,22 +559,28 @@ def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call:
     return ClientActionRequested(run_id=run.run_id, call_id=call.call_id, tool=call.tool, arguments=call.arguments, expires_at=expires_at)
 
 
+def _stored_name(tool: str) -> str:
+    """A tool name as the action log keeps it: a model's name for an unknown tool may be any length."""
+    return tool if len(tool) <= 64 else tool[:64] + "…"
+
+
 def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held, commit, earlier: history.History) -> None:
     call = step.call
+    if step.problem or (_no_linked_action(step) and call.tool != "remember"):
+        # Recorded as an action that started and failed at once: the action log row the finish
+        # updates must exist, or the step cannot commit and the run never ends.
+        tool = _stored_name(call.tool)
+        started = ActionStarted(run_id=run.run_id, call_id=call.call_id, tool=tool, action="", arguments=call.arguments,
+                                side_effecting=False, idempotency_key=f"{run.turn_id}:{call.call_id}", attempt=step.attempt)
+        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=tool, ok=False,
+                                  error=step.problem or f"unknown tool {tool!r}")
+        commit([started, finished])
+        return
     if call.tool == "remember":
         commit(workspace_actions.remember_call(
             conversation_id=cid, run_id=run.run_id, turn_id=run.turn_id, call_id=call.call_id, arguments=call.arguments,
             persona=run.caller,
         ))
-        return
-    if _no_linked_action(step):
-        error = f"unknown tool {call.tool!r}"
-        # Recorded as an action that started and failed at once: the action log row the finish
-        # updates must exist, or the step cannot commit and the run never ends.
-        started = ActionStarted(run_id=run.run_id, call_id=call.call_id, tool=call.tool, action="", arguments=call.arguments,
-                                side_effecting=False, idempotency_key=f"{run.turn_id}:{call.call_id}", attempt=step.attempt)
-        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=error)
-        commit([started, finished])
         return
     action = ACTIONS[step.tool["action"]]
     # A retry in this turn keeps the key it started with; a re-attempt of an earlier turn's
@@ -546,8 +602,6 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
     if not action.read_only:
         commit([started])  # before the action runs: a crash then leaves a start without a finish
     try:
-        if "_malformed_arguments" in call.arguments:
-            raise ActionError("the tool call's arguments were not valid JSON; call it again with a JSON object")
         output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.arguments,
                                        workspace=Workspace(cid, lease=held.token), first_key=first_key))
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output=output)

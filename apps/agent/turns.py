@@ -39,6 +39,7 @@ class CallState:
     idempotency_key: str = ""  # the key its action was sent with (a re-attempt's is its first attempt's)
     reattempt_of: dict[str, Any] | None = None  # the earlier attempt an approval request repeats
     expired: bool = False
+    vendor_id: str = ""  # the model vendor's id for the call, for the wire only
 
 
 @dataclass
@@ -81,7 +82,8 @@ def turn_state(events: list[Recorded]) -> TurnState:
         elif k == "model_round":
             ids = []
             for c in p.get("calls", []):
-                s.calls[c["call_id"]] = CallState(c["call_id"], c["tool"], c.get("arguments", {}), p["round"])
+                s.calls[c["call_id"]] = CallState(c["call_id"], c["tool"], c.get("arguments", {}), p["round"],
+                                                  vendor_id=c.get("vendor_id", ""))
                 ids.append(c["call_id"])
             s.rounds.append(RoundState(p["round"], p.get("text", ""), ids, p.get("closing", False)))
         elif k in ("client_action_requested", "approval_request", "question_request"):
@@ -131,6 +133,19 @@ def turn_state(events: list[Recorded]) -> TurnState:
     return s
 
 
+MAX_RETRIES = 3  # PRODUCT.md rule 8, "Bounded failure"
+
+
+def stalled_retries(events: list[Recorded]) -> int:
+    """How many times in a row a turn was retried (`turn_retried`) without a step committed since."""
+    count = 0
+    for rec in reversed(events):
+        if rec.kind != "turn_retried":
+            break
+        count += 1
+    return count
+
+
 UNKNOWN_NOTE = "The server stopped while this action was under way: it may or may not have taken effect."
 
 
@@ -168,7 +183,7 @@ def past_rounds(state: TurnState, *, settled: bool = False) -> list[PastRound]:
     return [
         PastRound(
             text=r.text,
-            calls=[ToolCall(c, state.calls[c].tool, state.calls[c].arguments) for c in r.call_ids],
+            calls=[ToolCall(c, state.calls[c].tool, state.calls[c].arguments, state.calls[c].vendor_id) for c in r.call_ids],
             results={c: call_result(state.calls[c], settled=settled) for c in r.call_ids},
         )
         for r in state.rounds
@@ -194,6 +209,7 @@ class RunAction:
     call: CallState
     tool: dict[str, Any] | None
     attempt: int
+    problem: str = ""  # why the call cannot run (see `call_problem`): it fails with this, nothing runs
 
 
 @dataclass(frozen=True)
@@ -236,6 +252,25 @@ def effective_budget(deployment: int, config: dict[str, Any], state: TurnState) 
     return max(1, min(budgets))
 
 
+MAX_ARGUMENT_CHARS = 100_000  # as apps/agent/providers.py reads them
+
+
+def call_problem(config: dict[str, Any], call: CallState) -> str:
+    """
+    Why a call the model made cannot be made at all, or "": the model is told, and may call again.
+
+    An unknown tool (a name longer than any tool's is one), arguments that were not a JSON
+    object, or arguments too long to keep.
+    """
+    if tool_by_name(config, call.tool) is None:
+        return f"unknown tool {call.tool!r}"
+    if "_oversized_arguments" in call.arguments:
+        return f"the tool call's arguments were longer than {MAX_ARGUMENT_CHARS} characters; call it again with shorter ones"
+    if "_malformed_arguments" in call.arguments:
+        return "the tool call's arguments were not valid JSON; call it again with a JSON object"
+    return ""
+
+
 def _client_kind(config: dict[str, Any], call: CallState) -> bool:
     if call.tool == "ask_question":
         return True
@@ -263,15 +298,17 @@ def next_step(state: TurnState, config: dict[str, Any], budget: int) -> Step:
         if call.tool == "complete_conversation":
             completion = completion or call
             continue
+        problem = call_problem(config, call)
+        # A call of a known tool already put to a person (by an older version) is left to its answer.
+        if problem and not (call.requested and tool is not None):
+            if call.finished is None and runnable is None:
+                runnable = RunAction(call, None, call.started + 1, problem)
+            continue
         if _client_kind(config, call):
             if not call.requested:
                 requests.append(call)
             elif call.answer is None:
                 pending = True
-            continue
-        if tool is None:
-            if call.finished is None and runnable is None:
-                runnable = RunAction(call, None, 1)
             continue
         if tool.get("requires_approval"):
             if not call.requested:

@@ -50,16 +50,34 @@ class AssistantConfigIn(Schema):
     model_config = ConfigDict(
         extra="allow",
         json_schema_extra={
-            "example": {
-                "name": "Acme support",
-                "allow_conversation_completion": True,
-                "model": {
-                    "provider": "scripted",
-                    "rules": [{"match": "when", "steps": [{"call": "pick_date", "arguments": {}}, {"say": "Booked for {result}."}]}],
-                    "fallback": [{"say": "You said: {message}"}],
+            "examples": [
+                {
+                    "name": "Acme support",
+                    "allow_conversation_completion": True,
+                    "model": {
+                        "provider": "scripted",
+                        "rules": [{"match": "when", "steps": [{"call": "pick_date", "arguments": {}}, {"say": "Booked for {result}."}]}],
+                        "fallback": [{"say": "You said: {message}"}],
+                    },
+                    "tools": [{"name": "pick_date", "kind": "client"}],
                 },
-                "tools": [{"name": "pick_date", "kind": "client"}],
-            }
+                {
+                    "name": "Acme support (OpenAI-compatible model)",
+                    "instructions": "You are Acme's support agent. Be brief. Look orders up before answering about them.",
+                    "model": {
+                        "provider": "openai",
+                        "model": "gpt-4o-mini",
+                        "stream": True,
+                        "temperature": 0.2,
+                        "max_output_tokens": 400,
+                        "tool_choice": "auto",
+                        "timeout_seconds": 60,
+                    },
+                    "tools": [{"name": "lookup_order", "kind": "server", "action": "echo",
+                               "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                                              "required": ["order_id"]}}],
+                },
+            ]
         },
     )
 
@@ -68,7 +86,18 @@ class AssistantConfigIn(Schema):
     step_budget: Any = Field(None, description="model/tool round trips per turn, 1–64 (default 8)")
     idle_timeout_seconds: Any = Field(None, description="0 disables idle close")
     allowed_origins: Any = Field(None, description="origins allowed to embed the widget")
-    model: Any = Field(None, description='{"provider": "scripted", "rules": […], "fallback": […]} or {"provider": "openai", "model": …}')
+    instructions: Any = Field(
+        None, description="the model's system message, sent first (remembered facts follow it); at most 20,000 characters"
+    )
+    model: Any = Field(
+        None,
+        description='{"provider": "scripted", "rules": […], "fallback": […]} or {"provider": "openai", "model": …}. '
+        "Either may set: temperature (0–2), max_output_tokens (≥ 1, sent as max_tokens), tool_choice (auto, none, "
+        "required or one of the assistant's tool names; a forced tool is forced until the turn has called a tool), "
+        "timeout_seconds (> 0, default 60: how long to wait for the model service, between chunks when streaming); "
+        "openai also takes stream (true or false) and base_url (one of the deployment's model endpoints). "
+        "The scripted model ignores these settings.",
+    )
     tools: Any = Field(None, description="server and client tools")
     mode: Any = Field(None, description="agent (default) or simple")
     required_approver: Any = Field(None, description="the persona that must answer approvals")

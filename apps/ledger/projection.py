@@ -348,6 +348,8 @@ def changes(conversation_id: str, rec: Recorded) -> list[Change]:
     if k == "turn_interrupted":
         return [_run(rec, status="interrupted", progress="Interrupted")]
     if k == "turn_retried":
+        if p.get("reason"):
+            return [_run(rec, status="running", progress=f"Retrying after {p['reason']}")]
         return [_run(rec, status="running", progress="Resumed after an interruption")]
     if k == "quarantine_resolved":
         resolution = p["resolution"]

@@ -234,9 +234,12 @@ class TurnInterrupted(EventKind):
 @_kind("turn_retried")
 @dataclass(frozen=True)
 class TurnRetried(EventKind):
+    added = ("reason",)
     run_id: str
     attempt: int
     after_seq: int
+    # Why, when it was not a writer that died: a safe summary of the unexpected error (no details).
+    reason: str = ""
 
 
 @_kind("quarantine_resolved")

@@ -323,6 +323,8 @@ def _summary(kind: str, payload: Any) -> str:
         return f"“{str(p.get('text', ''))[:80]}”"
     if kind in ("turn_failed", "turn_interrupted"):
         return str(p.get("error") or p.get("reason") or "")
+    if kind == "turn_retried":
+        return f"attempt {p.get('attempt')} after {p.get('reason') or 'an interruption'}"
     if kind == "completion_requested":
         return str(p.get("outcome", ""))
     return _people_summary(kind, p)

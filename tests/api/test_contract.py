@@ -49,6 +49,33 @@ class TestCreateAssistant:
         assert any(p.startswith("name:") for p in problems) and any(p.startswith("step_budget:") for p in problems)
         assert any(p.startswith("model.provider:") for p in problems)
 
+    def test_a_wrongly_typed_model_setting_is_a_problem_of_its_own(self, api):
+        response = api.post("/v1/assistants", {"name": "Tiny", "instructions": ["be nice"], "model": {
+            "provider": "openai", "model": "gpt-4o-mini", "temperature": "warm", "max_output_tokens": 0,
+            "tool_choice": "teleport", "timeout_seconds": -5}})
+
+        assert response.status_code == 422 and error_code(response) == "invalid_assistant_config"
+        assert sorted(p.split(":")[0] for p in response.json()["error"]["problems"]) == [
+            "instructions", "model.max_output_tokens", "model.temperature", "model.timeout_seconds", "model.tool_choice"]
+
+    def test_keeps_the_instructions_and_model_settings(self, api):
+        model = {"provider": "openai", "model": "gpt-4o-mini", "temperature": 0, "max_output_tokens": 64,
+                 "tool_choice": "required", "timeout_seconds": 12.5}
+
+        response = api.post("/v1/assistants", {"name": "Tiny", "instructions": "Be brief.", "model": model})
+
+        config = Assistant.objects.get(id=response.json()["id"]).config
+        assert config["instructions"] == "Be brief." and config["model"] == model
+
+    def test_the_openapi_document_describes_instructions_and_the_model_settings(self, api):
+        schema = api.get("/v1/openapi.json").json()["components"]["schemas"]["AssistantConfigIn"]
+
+        assert "system message" in schema["properties"]["instructions"]["description"]
+        described = schema["properties"]["model"]["description"]
+        assert all(name in described for name in ("temperature", "max_output_tokens", "tool_choice", "timeout_seconds"))
+        example = next(e for e in schema["examples"] if e["model"]["provider"] == "openai")
+        assert example["instructions"] and {"temperature", "max_output_tokens", "tool_choice"} <= set(example["model"])
+
     def test_refuses_a_conversation_token(self, api):
         started = api.start()
 

@@ -353,6 +353,37 @@ class TestOpenAIProvider:
                                             message="what did I ask?", rounds=[], tools=[]))
         assert told == second_turn
 
+    def test_the_instructions_and_model_settings_reach_the_vendor(self, start, make_assistant, settings):
+        with wire.Vendor() as vendor:
+            vendor.queue(
+                wire.completion(tool_calls=[wire.tool_call("call_abc", "lookup_order", '{"order_id": "A-9"}')]),
+                wire.completion(content="On its way."),
+            )
+            settings.WAYPOINT_OPENAI_BASE_URL = vendor.base_url
+            assistant = make_assistant(instructions="You are Acme's support agent.", model={
+                "provider": "openai", "model": "gpt-4o-mini", "temperature": 0.1, "max_output_tokens": 50,
+                "tool_choice": "lookup_order"})
+
+            start("where is A-9?", assistant=assistant)
+
+        first, second = vendor.requests
+        assert first["messages"][0] == {"role": "system", "content": "You are Acme's support agent."}
+        assert (first["temperature"], first["max_tokens"]) == (0.1, 50)
+        assert first["tool_choice"] == {"type": "function", "function": {"name": "lookup_order"}}
+        assert second["tool_choice"] == "auto" and second["messages"][0] == first["messages"][0]
+
+    def test_a_vendor_slower_than_timeout_seconds_is_given_up_on(self, start, make_assistant, settings):
+        settings.WAYPOINT_MODEL_RETRY_SECONDS = 0.01
+        with wire.Vendor(delay_seconds=1.0) as vendor:
+            vendor.queue(*[wire.completion(content="too late")] * 4)
+            settings.WAYPOINT_OPENAI_BASE_URL = vendor.base_url
+            assistant = make_assistant(model={"provider": "openai", "model": "gpt-4o-mini", "timeout_seconds": 0.2})
+
+            started = start("hi", assistant=assistant)
+
+        s = state(started["conversation_id"])
+        assert s["run_status"] == "failed" and "APITimeoutError" in s["error"] and len(vendor.requests) == 4
+
     def test_malformed_tool_call_json_is_told_to_the_model(self, start, make_assistant, settings):
         with wire.Vendor() as vendor:
             vendor.queue(
@@ -387,3 +418,102 @@ class TestOpenAIProvider:
         assert s["run_status"] == "failed" and "unavailable" in s["error"]
         assert [m["role"] for m in s["messages"]] == ["user"] and len(vendor.requests) == 4
         assert replay(started["conversation_id"]).ok
+
+
+def recorded(name):
+    from tests.unit.test_openai_wire import payload
+
+    record = payload(name)
+    return record["status"], record["stream"] if "stream" in record else record["response"]
+
+
+class TestRealServersAnswers:
+    """Recorded answers of real servers (tests/fakes/payloads/) through a whole turn."""
+
+    def _assistant(self, make_assistant, settings, vendor, **model):
+        settings.WAYPOINT_MODEL_RETRY_SECONDS = 0.01
+        settings.WAYPOINT_OPENAI_BASE_URL = vendor.base_url
+        return make_assistant(model={"provider": "openai", "model": "smollm2", **model})
+
+    def test_a_streamed_tool_call_runs_once_and_goes_back_under_the_vendors_id(self, start, make_assistant, settings):
+        with wire.Vendor() as vendor:
+            vendor.queue(recorded("llama_cpp_python_named_tool_stream"), recorded("llama_cpp_python_text_stream"))
+            assistant = self._assistant(make_assistant, settings, vendor, stream=True)
+
+            started = start("where is A-1?", assistant=assistant)
+
+        [action] = ActionLog.objects.filter(conversation_id=started["conversation_id"])
+        assert (action.call_id, action.tool, action.arguments, action.status) == ("call_1_1", "lookup_order", {"order_id": "A-1"}, "succeeded")
+        calls, result = vendor.requests[1]["messages"][-2:]
+        vendor_id = calls["tool_calls"][0]["id"]
+        assert vendor_id.startswith("call__0_lookup_order_") and calls["content"] == ""
+        assert result == {"role": "tool", "tool_call_id": vendor_id, "content": '{"order_id": "A-1"}'}
+        assert state(started["conversation_id"])["messages"][-1]["text"].startswith("I'm sorry")
+        assert replay(started["conversation_id"]).ok
+
+    def test_the_same_vendor_id_in_two_rounds_is_two_calls(self, start, make_assistant, settings):
+        with wire.Vendor() as vendor:
+            vendor.queue(recorded("llama_cpp_python_named_tool"), recorded("llama_cpp_python_named_tool"),
+                         recorded("llama_cpp_python_text"))
+            assistant = self._assistant(make_assistant, settings, vendor)
+
+            started = start("where is A-1?", assistant=assistant)
+
+        calls = ActionLog.objects.filter(conversation_id=started["conversation_id"]).order_by("started_at")
+        assert [(a.call_id, a.status) for a in calls] == [("call_1_1", "succeeded"), ("call_2_1", "succeeded")]
+        assert state(started["conversation_id"])["run_status"] == "completed"
+
+    def test_a_vendor_call_id_longer_than_the_call_id_column_is_no_database_error(self, start, make_assistant, settings):
+        long_name = "lookup_order_" + "x" * 51  # as long as a tool name may be
+        with wire.Vendor() as vendor:
+            vendor.queue(recorded("llama_cpp_python_long_tool_name"), recorded("llama_cpp_python_text"))
+            settings.WAYPOINT_OPENAI_BASE_URL = vendor.base_url
+            assistant = make_assistant(model={"provider": "openai", "model": "smollm2"},
+                                       tools=[{"name": long_name, "kind": "server", "action": "echo"}])
+
+            started = start("where is A-1?", assistant=assistant)
+
+        [action] = ActionLog.objects.filter(conversation_id=started["conversation_id"])
+        assert (action.call_id, action.tool, action.status) == ("call_1_1", long_name, "succeeded")
+        assert len(vendor.requests[1]["messages"][-1]["tool_call_id"]) > 100
+
+    def test_an_overlong_unknown_tool_name_fails_that_call_and_the_model_is_told(self, start, make_assistant, settings):
+        status, body = recorded("llama_cpp_python_named_tool")
+        body["choices"][0]["message"]["tool_calls"][0]["function"]["name"] = "lookup_order" * 30
+        with wire.Vendor() as vendor:
+            vendor.queue((status, body), recorded("llama_cpp_python_text"))
+            assistant = self._assistant(make_assistant, settings, vendor)
+
+            started = start("where is A-1?", assistant=assistant)
+
+        [action] = ActionLog.objects.filter(conversation_id=started["conversation_id"])
+        assert action.status == "failed" and len(action.tool) <= 100 and action.error.startswith("unknown tool 'lookup_order")
+        told = json.loads(vendor.requests[1]["messages"][-1]["content"])
+        assert told["error"].startswith("unknown tool")
+        assert state(started["conversation_id"])["run_status"] == "completed" and replay(started["conversation_id"]).ok
+
+    def test_arguments_over_100_kb_never_reach_the_action(self, start, make_assistant, settings):
+        status, body = recorded("llama_cpp_python_named_tool")
+        body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = json.dumps({"order_id": "A" * 100_000})
+        with wire.Vendor() as vendor:
+            vendor.queue((status, body), recorded("llama_cpp_python_text"))
+            assistant = self._assistant(make_assistant, settings, vendor)
+
+            started = start("where is A-1?", assistant=assistant)
+
+        [action] = ActionLog.objects.filter(conversation_id=started["conversation_id"])
+        assert (action.action, action.status) == ("", "failed") and "longer than 100000 characters" in action.error
+        assert "longer than 100000" in vendor.requests[1]["messages"][-1]["content"]
+
+    def test_malformed_arguments_for_a_client_tool_fail_without_asking_anyone(self, start, make_assistant, settings):
+        status, body = recorded("llama_cpp_python_named_tool")
+        body["choices"][0]["message"]["tool_calls"][0]["function"].update(name="pick_date", arguments='{"label": ')
+        with wire.Vendor() as vendor:
+            vendor.queue((status, body), recorded("llama_cpp_python_text"))
+            assistant = self._assistant(make_assistant, settings, vendor)
+
+            started = start("when?", assistant=assistant)
+
+        s = state(started["conversation_id"])
+        assert s["run_status"] == "completed" and s["pending_client_actions"] == []
+        assert "not valid JSON" in vendor.requests[1]["messages"][-1]["content"]

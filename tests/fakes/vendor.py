@@ -2,12 +2,14 @@
 A local stand-in for an OpenAI-compatible vendor, answering in the real Chat Completions wire format.
 
 Each test queues the HTTP responses the vendor gives, in order; every request body is recorded.
+`delay_seconds` makes every answer that late (a slow model).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -40,7 +42,8 @@ def error(status: int, message: str, kind: str) -> tuple[int, dict[str, Any]]:
 
 
 class Vendor:
-    def __init__(self) -> None:
+    def __init__(self, *, delay_seconds: float = 0.0) -> None:
+        self.delay_seconds = delay_seconds
         self.responses: list[tuple[int, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # each request's headers, in order
@@ -51,6 +54,7 @@ class Vendor:
                 length = int(self.headers.get("Content-Length", 0))
                 vendor.requests.append(json.loads(self.rfile.read(length)))
                 vendor.headers.append({k.lower(): v for k, v in self.headers.items()})
+                time.sleep(vendor.delay_seconds)
                 status, body = vendor.responses.pop(0) if vendor.responses else error(500, "no response queued", "server_error")
                 if isinstance(body, list):  # a stream: server-sent events
                     self.send_response(status)
@@ -71,7 +75,8 @@ class Vendor:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # A short poll, so that leaving the `with` block does not wait half a second.
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def base_url(self) -> str:

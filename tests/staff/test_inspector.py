@@ -141,3 +141,21 @@ class TestLiveSocket:
         communicator, connected = await _socket(started["conversation_id"])
 
         assert not connected
+
+
+class TestAFailedRun:
+    def test_shows_the_run_failed_with_its_safe_message_and_each_retry(self, staff_client, start, make_assistant, clock, settings):
+        from apps.agent.models import Assistant
+        from tests.core.test_bounded_failure import POISON
+
+        settings.WAYPOINT_RUN_RETRY_SECONDS = 0.01
+        assistant = make_assistant()
+        cid = start("hello", assistant=assistant)["conversation_id"]
+        Assistant.objects.filter(id=assistant.id).update(config={**assistant.config, "model": POISON})
+        actions.start_turn(conversation_id=cid, message="poison", persona="guest:alice", edge="api", now=clock())
+
+        page = inspector(staff_client, cid)
+
+        assert '<span class="badge failed">failed</span>' in page
+        assert "The run stopped after 3 retries, each ending in an unexpected error (AttributeError)." in page
+        assert page.count("after an unexpected error (AttributeError)") >= 3

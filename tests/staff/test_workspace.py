@@ -26,6 +26,21 @@ class TestAssistants:
         assert "&quot;step_budget&quot;: 0" in page  # the text is kept for fixing
         assert not Assistant.objects.exists()
 
+    def test_the_form_explains_instructions_and_the_model_settings(self, staff_client):
+        page = staff_client.get(reverse("staff:assistant_new")).content.decode()
+
+        assert 'aria-describedby="config-help"' in page
+        assert all(f'"{name}"' in page for name in ("instructions", "temperature", "max_output_tokens", "tool_choice",
+                                                     "timeout_seconds"))
+
+    def test_a_wrong_model_setting_is_shown_back(self, staff_client):
+        config = {**SUPPORT_CONFIG, "model": {**SUPPORT_CONFIG["model"], "max_output_tokens": "lots"}}
+
+        response = staff_client.post(reverse("staff:assistant_new"), {"config": json.dumps(config), "allowed_origins": ""})
+
+        assert response.status_code == 422
+        assert "model.max_output_tokens: must be a whole number of at least 1" in response.content.decode()
+
     def test_json_that_does_not_parse_says_where(self, staff_client):
         response = staff_client.post(reverse("staff:assistant_new"), {"config": '{"name": "x",\n  oops}'})
 

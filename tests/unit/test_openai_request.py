@@ -1,0 +1,74 @@
+"""What the `openai` provider sends: the request body of a model round, built without any network."""
+
+from apps.agent.providers import ModelRequest, OpenAIProvider, PastRound, PastTurn, ToolCall, openai_messages
+
+TOOLS = [{"name": "lookup_order", "kind": "server", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}]
+
+
+def provider(**model):
+    return OpenAIProvider({"model": "m", **model}, api_key="k", base_url="http://127.0.0.1:9/v1")
+
+
+def request(**fields):
+    return ModelRequest(**{"history": [], "message": "where is A-1?", "rounds": [], "tools": TOOLS, **fields})
+
+
+class TestInstructions:
+    def test_are_the_first_system_message_and_remembered_facts_follow_them(self):
+        messages = openai_messages(request(instructions="You are Acme's agent.", memory=["likes tea"]))
+
+        assert messages[:3] == [
+            {"role": "system", "content": "You are Acme's agent."},
+            {"role": "system", "content": "Facts to remember:\n- likes tea"},
+            {"role": "user", "content": "where is A-1?"},
+        ]
+
+    def test_come_before_the_earlier_turns(self):
+        earlier = PastTurn("t1", "hi", False, [], "Hello!", "completed")
+
+        messages = openai_messages(request(history=[earlier], instructions="Be brief."))
+
+        assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+
+    def test_no_instructions_send_no_system_message(self):
+        assert [m["role"] for m in openai_messages(request())] == ["user"]
+
+
+class TestModelSettings:
+    def test_are_sent_under_their_wire_names(self):
+        body = provider(temperature=0.3, max_output_tokens=120, tool_choice="required").request_body(request())
+
+        assert (body["temperature"], body["max_tokens"], body["tool_choice"]) == (0.3, 120, "required")
+        assert "max_completion_tokens" not in body
+
+    def test_unset_settings_are_left_to_the_server(self):
+        body = provider().request_body(request())
+
+        assert set(body) == {"model", "messages", "tools"}
+
+    def test_a_tool_name_is_sent_as_a_named_tool_choice(self):
+        body = provider(tool_choice="lookup_order").request_body(request())
+
+        assert body["tool_choice"] == {"type": "function", "function": {"name": "lookup_order"}}
+
+    def test_a_forced_tool_is_no_longer_forced_once_the_turn_called_a_tool(self):
+        called = PastRound("", [ToolCall("call_1_1", "lookup_order", {"order_id": "A-1"})], {"call_1_1": {"order_id": "A-1"}})
+
+        body = provider(tool_choice="lookup_order").request_body(request(rounds=[called]))
+
+        assert body["tool_choice"] == "auto"
+
+    def test_none_stays_none_after_a_tool_call(self):
+        called = PastRound("", [ToolCall("call_1_1", "lookup_order", {})], {"call_1_1": {}})
+
+        assert provider(tool_choice="none").request_body(request(rounds=[called]))["tool_choice"] == "none"
+
+    def test_the_closing_attempt_sends_neither_tools_nor_a_tool_choice(self):
+        body = provider(tool_choice="required").request_body(request(closing=True))
+
+        assert "tools" not in body and "tool_choice" not in body
+
+    def test_a_stream_asks_for_usage_in_its_last_chunk(self):
+        body = provider(stream=True).request_body(request())
+
+        assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
