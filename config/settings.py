@@ -71,6 +71,7 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "apps.ops.outage.OutageMiddleware",
+    "apps.ops.input.ControlCharacterMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -111,7 +111,7 @@ def _kick_after_commit(conversation_id: str) -> None:
 
 # NUL and the other control characters but tab and line breaks: no person types them, PostgreSQL
 # refuses NUL in text and JSON, and a terminal or log that shows them can be fooled by them.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def check_clean(value: Any, where: str) -> Any:
@@ -121,7 +121,7 @@ def check_clean(value: Any, where: str) -> Any:
     :raises BadInput: a string holds NUL or another control character other than tab and line breaks
     """
     if isinstance(value, str):
-        if _CONTROL.search(value):
+        if CONTROL_CHARACTERS.search(value):
             raise BadInput(f"{where} must not contain control characters such as NUL")
     elif isinstance(value, dict):
         for key, item in value.items():

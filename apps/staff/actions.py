@@ -22,6 +22,7 @@ from apps.agent.config import ConfigError
 from apps.agent.models import Assistant
 from apps.api import keys
 from apps.api.models import ApiKey
+from apps.conversations.actions import check_clean
 from apps.conversations.errors import BadInput, ConversationIsCompleted, NotFound, WaypointError
 from apps.conversations.models import Conversation
 from apps.ledger import store
@@ -143,6 +144,7 @@ def check_config_text(*, text: Any, allowed_origins: Any = None) -> dict[str, An
     except ValueError as exc:
         problem = f"line {exc.lineno}, column {exc.colno}: {exc.msg}" if hasattr(exc, "lineno") else str(exc)
         raise BadInput("the configuration is not valid JSON", problems=[problem]) from exc
+    check_clean(config, "the configuration")
     if isinstance(config, dict) and allowed_origins is not None:
         lines = allowed_origins.splitlines() if isinstance(allowed_origins, str) else []
         config["allowed_origins"] = [line.strip().rstrip("/") for line in lines if line.strip()]

@@ -119,3 +119,36 @@ class TestAllowedOrigins:
     @pytest.mark.parametrize("origin", ["https://shop.example", "http://localhost:8001", "http://127.0.0.1:8001", "https://[::1]:8443"])
     def test_an_origin_is_accepted(self, api: Api, origin):
         assert api.post("/v1/assistants", {**SUPPORT_CONFIG, "allowed_origins": [origin]}).status_code == 201
+
+
+class TestControlCharactersInPanelForms:
+    @pytest.fixture
+    def staff_client(self, django_user_model):
+        user = django_user_model.objects.create_user(username="ops", password="a long staff password", is_staff=True)
+        client = Client()
+        client.force_login(user)
+        return client
+
+    def test_a_nul_in_an_assistant_form_is_refused_with_a_page_for_people(self, staff_client):
+        from apps.agent.models import Assistant
+
+        config = json.dumps({**SUPPORT_CONFIG, "name": "Shop\u0000help"})
+        response = staff_client.post("/staff/assistants/new", {"config": config, "allowed_origins": ""})
+
+        assert response.status_code == 422
+        assert "must not contain control characters" in response.content.decode()
+        assert not Assistant.objects.exists()
+
+    def test_a_raw_nul_in_any_panel_form_field_is_refused_with_a_page_for_people(self, staff_client):
+        from apps.agent.models import Assistant
+
+        response = staff_client.post("/staff/assistants/new", {"config": json.dumps(SUPPORT_CONFIG), "allowed_origins": "\x00"})
+
+        assert response.status_code == 422
+        assert "cannot be saved (such as NUL)" in response.content.decode() and "Traceback" not in response.content.decode()
+        assert not Assistant.objects.exists()
+
+    def test_a_nul_in_a_quarantine_note_is_refused(self, staff_client):
+        response = staff_client.post("/staff/quarantine/run_x/resolve", {"resolution": "done", "note": "R-1\x00"})
+
+        assert response.status_code == 422
