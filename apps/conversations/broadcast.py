@@ -27,13 +27,32 @@ def _publisher() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+_consumers_loop: asyncio.AbstractEventLoop | None = None
+
+
+def serving_on(loop: asyncio.AbstractEventLoop) -> None:
+    """Record the event loop this process's sockets live on (called as each one connects)."""
+    global _consumers_loop
+    _consumers_loop = loop
+
+
 def _group_send(layer, group: str, message: dict) -> None:
-    # The in-memory layer delivers to consumers of this process's own loop, which async_to_sync
-    # finds. A network layer gets one long-lived loop: async_to_sync from a worker thread would
-    # start a new loop, and with it a new Redis connection, for every commit.
     if isinstance(layer, InMemoryChannelLayer):
-        async_to_sync(layer.group_send)(group, message)
+        # The in-memory layer's queues belong to the sockets' own loop: a send from a writer's
+        # thread through async_to_sync ran on a loop of its own, which puts into those queues
+        # without waking their loop, so a push waited for the loop's next wake-up (up to a
+        # heartbeat, 30 s). Scheduled onto that loop instead, and not waited for: the writer
+        # goes on at once.
+        loop = _consumers_loop
+        if loop is None or loop.is_closed():
+            return  # no socket has connected to this process: nobody to tell
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(_published(layer, group, message), loop)
+        else:
+            async_to_sync(layer.group_send)(group, message)
         return
+    # A network layer gets one long-lived loop: async_to_sync from a worker thread would start a
+    # new loop, and with it a new Redis connection, for every commit.
     # Not waited for: the writer goes on with its next step while the loop publishes, in order.
     if message["type"] == "state.changed":
         # Heads not yet sent for a group collapse into the newest: a client only needs the head,

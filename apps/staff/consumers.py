@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import asyncio
+
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
+from apps.conversations import broadcast
 from apps.conversations.broadcast import group_name
 from apps.staff import queries
 
@@ -19,6 +22,7 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
     """
 
     async def connect(self) -> None:
+        broadcast.serving_on(asyncio.get_running_loop())
         self.conversation_id = str(self.scope["url_route"]["kwargs"]["conversation_id"])
         user = self.scope.get("user")
         if user is None or not user.is_authenticated or not (user.is_active and user.is_staff):

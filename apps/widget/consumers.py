@@ -15,7 +15,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from apps.api import limits
-from apps.conversations import queries, tokens
+from apps.conversations import broadcast, queries, tokens
 from apps.conversations.broadcast import group_name
 from apps.widget.framing import Embed, make_embed
 from apps.widget.presenters import page_context
@@ -146,6 +146,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await send({"type": "websocket.close", "code": TRY_AGAIN_LATER})
 
     async def connect(self) -> None:
+        broadcast.serving_on(asyncio.get_running_loop())
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
         query = parse_qs(self.scope["query_string"].decode())
         self.format = query.get("format", ["json"])[0]
