@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field
 
 from apps.api.auth import PERSONA_PATTERN
 from apps.conversations.actions import MAX_MESSAGE_CHARS
@@ -15,7 +15,18 @@ Persona = Annotated[
     Field(pattern=PERSONA_PATTERN, description="provider:external_id or provider:scope:external_id", examples=["shop:customer-42"]),
 ]
 Message = Annotated[str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS, pattern=r"\S", description="the user message")]
-Seq = Annotated[int, Field(strict=True, ge=0, description="a log position (`seq`)")]
+def _whole_number(value: Any) -> Any:
+    """A whole number as JSON Schema counts them (7.0 is the integer 7); never a string or a boolean."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a whole number")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("must be a whole number")
+        return int(value)
+    return value
+
+
+Seq = Annotated[int, Field(ge=0, description="a log position (`seq`)"), BeforeValidator(_whole_number)]
 Permission = Literal["view", "write", "answer_client_actions", "approve"]
 RunStatus = Literal["running", "waiting", "completed", "interrupted", "failed", "expired"]
 ClientActionKind = Literal["client_tool", "approval", "question"]
@@ -81,16 +92,24 @@ class AssistantConfigIn(Schema):
         },
     )
 
-    name: Any = Field(None, description="display name (required)")
-    allow_conversation_completion: Any = Field(None, description="default false")
-    step_budget: Any = Field(None, description="model/tool round trips per turn, 1–64 (default 8)")
-    idle_timeout_seconds: Any = Field(None, description="0 disables idle close")
-    allowed_origins: Any = Field(None, description="origins allowed to embed the widget")
+    # Typed for the document only: check_config validates the whole and names every problem.
+    name: Any = Field(None, description="display name (required)",
+                      json_schema_extra={"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"})
+    allow_conversation_completion: Any = Field(None, description="default false", json_schema_extra={"type": "boolean"})
+    step_budget: Any = Field(None, description="model/tool round trips per turn, 1–64 (default 8)",
+                             json_schema_extra={"type": "integer", "minimum": 1, "maximum": 64})
+    idle_timeout_seconds: Any = Field(None, description="0 disables idle close; null: the deployment's",
+                                      json_schema_extra={"type": ["integer", "null"], "minimum": 0})
+    allowed_origins: Any = Field(None, description="origins allowed to embed the widget: scheme://host[:port]",
+                                 json_schema_extra={"type": "array", "items": {
+                                     "type": "string", "pattern": r"^https?://[A-Za-z0-9.-]+(:[1-9][0-9]{0,4})?$"}})
     instructions: Any = Field(
-        None, description="the model's system message, sent first (remembered facts follow it); at most 20,000 characters"
+        None, description="the model's system message, sent first (remembered facts follow it); at most 20,000 characters",
+        json_schema_extra={"type": "string", "maxLength": 20000},
     )
     model: Any = Field(
-        None,
+        None, json_schema_extra={"type": "object", "required": ["provider"],
+                                 "properties": {"provider": {"enum": ["scripted", "openai"]}}},
         description='{"provider": "scripted", "rules": […], "fallback": […]} or {"provider": "openai", "model": …}. '
         "Either may set: temperature (0–2), max_output_tokens (≥ 1, sent as max_tokens), tool_choice (auto, none, "
         "required or one of the assistant's tool names; a forced tool is forced until the turn has called a tool), "
@@ -98,9 +117,9 @@ class AssistantConfigIn(Schema):
         "openai also takes stream (true or false) and base_url (one of the deployment's model endpoints). "
         "The scripted model ignores these settings.",
     )
-    tools: Any = Field(None, description="server and client tools")
-    mode: Any = Field(None, description="agent (default) or simple")
-    required_approver: Any = Field(None, description="the persona that must answer approvals")
+    tools: Any = Field(None, description="server and client tools", json_schema_extra={"type": "array", "items": {"type": "object"}})
+    mode: Any = Field(None, description="agent (default) or simple", json_schema_extra={"enum": ["agent", "simple"]})
+    required_approver: Any = Field(None, description="the persona that must answer approvals", json_schema_extra={"type": "string"})
 
     def config(self) -> dict[str, Any]:
         """The configuration exactly as sent: the declared keys that were present plus any others."""
@@ -161,7 +180,8 @@ class ResultIn(Schema):
 
 
 class ResultsIn(Schema):
-    results: Annotated[list[ResultIn], Field(min_length=1, max_length=100)]
+    results: Annotated[list[ResultIn], Field(min_length=1, max_length=100, description="one result per call_id",
+                                             json_schema_extra={"uniqueItems": True})]
     persona: Persona | None = Field(None, description="API keys only: who answers")
 
 
@@ -173,7 +193,8 @@ class TokenIn(Schema):
 
 class ParticipantIn(Schema):
     persona: Persona
-    permissions: list[Permission] | None = Field(None, description="default: all")
+    permissions: list[Permission] | None = Field(None, description="default: all; must include view",
+                                                 json_schema_extra={"contains": {"const": "view"}})
 
 
 class ParticipantOut(Schema):
