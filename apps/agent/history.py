@@ -42,10 +42,16 @@ class Attempt:
 class History:
     turns: list[PastTurn] = field(default_factory=list)
     unknown: dict[tuple[str, str], Attempt] = field(default_factory=dict)
+    # (turn_id, call_id) -> the key each action that started was sent with (a re-attempt's is its first attempt's)
+    keys: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def reattempt_of(self, tool: str, arguments: dict[str, Any]) -> Attempt | None:
         """The earlier attempt a call of `tool` with `arguments` repeats, while that attempt's outcome is unknown."""
         return self.unknown.get(action_key(tool, arguments))
+
+    def key_of(self, link: dict[str, str]) -> str:
+        """The Idempotency-Key of the attempt a `reattempt_of` names: the one it was sent with."""
+        return self.keys.get((link["turn_id"], link["call_id"])) or f"{link['turn_id']}:{link['call_id']}"
 
 
 def action_key(tool: str, arguments: dict[str, Any]) -> tuple[str, str]:
@@ -82,14 +88,18 @@ def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
     forgotten = {remembered[f] for f in cleared if f in remembered}
     out: list[PastTurn] = []
     unknown: dict[tuple[str, str], Attempt] = {}
+    keys: dict[tuple[str, str], str] = {}
     for turn_id, events in by_turn.items():
         if not any(e.kind == "turn_dispatched" for e in events):
             continue
         state = turns.turn_state(events)
-        # A later finished call of the same action settles what an earlier attempt left unknown.
+        # A later call of the same action that succeeded settles what an earlier attempt left
+        # unknown; one that failed does not (the earlier attempt may still have gone through).
         for call in state.calls.values():
-            if call.finished is not None:
+            if call.finished is not None and call.finished.get("ok"):
                 unknown.pop(action_key(call.tool, call.arguments), None)
+            if call.idempotency_key:
+                keys[(turn_id, call.call_id)] = call.idempotency_key
         if state.ambiguous_call:
             call = state.calls[state.ambiguous_call]
             unknown.setdefault(
@@ -99,7 +109,7 @@ def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
         status = "interrupted" if state.ambiguous_call else _STATUS.get(state.ended, "open")
         rounds = [_forget(r, turn_id, forgotten) for r in turns.past_rounds(state, settled=True)]
         out.append(PastTurn(turn_id, "" if state.continuation else state.message, state.continuation, rounds, state.reply, status))
-    return History(out, unknown)
+    return History(out, unknown, keys)
 
 
 FORGOTTEN = "(a fact that was cleared from memory)"

@@ -268,12 +268,21 @@ def _retry_after_error(conversation_id: str, run: WorkflowLog, held: lease.Held,
         connection.close_if_unusable_or_obsolete()  # a lost connection is opened again for the record
     events = store.read(conversation_id, turn_id=run.turn_id)
     state = turns.turn_state(events)
-    if state.ended or not events:
+    if state.ended or state.ambiguous_call or not events:
         return False
     reason = f"an unexpected error ({type(exc).__name__})"
     retries = turns.stalled_retries(events)
     journal = _Journal()
     if retries >= turns.MAX_RETRIES:
+        config = _assistant_config(conversation_id)
+        step = turns.next_step(state, config, turns.effective_budget(settings.WAYPOINT_STEP_BUDGET, config, state))
+        if isinstance(step, turns.Ambiguous):
+            # A side effect may have happened: quarantined, so its outcome stays unknown (one identity), not failed.
+            call = step.call
+            _append(conversation_id, run.turn_id, [TurnAmbiguous(
+                run_id=run.run_id, call_id=call.call_id, tool=call.tool,
+                idempotency_key=call.idempotency_key or f"{run.turn_id}:{call.call_id}")], held, journal)
+            return False
         error = f"The run stopped after {retries} retries, each ending in {reason}. Send a new message to try again."
         _append(conversation_id, run.turn_id, [TurnFailed(run_id=run.run_id, error=error)], held, journal)
         return False
@@ -484,7 +493,8 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
             _run_action(cid, run, step, held, commit, earlier)
         elif isinstance(step, turns.Ambiguous):
             call = step.call
-            commit([TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool, idempotency_key=f"{run.turn_id}:{call.call_id}")])
+            commit([TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool,
+                                  idempotency_key=call.idempotency_key or f"{run.turn_id}:{call.call_id}")])
             return
         elif isinstance(step, turns.EvaluateCompletion):
             commit([CompletionRequested(run_id=run.run_id, call_id=step.call.call_id, outcome=step.outcome, reason=step.reason)])
@@ -586,8 +596,7 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
     # A retry in this turn keeps the key it started with; a re-attempt of an earlier turn's
     # unknown outcome takes that attempt's key, so the receiving system can deduplicate it.
     reattempt_of = _reattempt(call, step.tool, earlier) if step.attempt == 1 else {}
-    first = reattempt_of or {"turn_id": run.turn_id, "call_id": call.call_id}
-    first_key = call.idempotency_key or f"{first['turn_id']}:{first['call_id']}"
+    first_key = call.idempotency_key or (earlier.key_of(reattempt_of) if reattempt_of else f"{run.turn_id}:{call.call_id}")
     started = ActionStarted(
         run_id=run.run_id,
         call_id=call.call_id,

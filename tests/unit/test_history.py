@@ -326,3 +326,24 @@ def test_every_kind_of_entry_can_be_read_into_a_history(kind):
     log.add("T1", cls(**values))
 
     assert [turn.turn_id for turn in log.build().turns] == ["T1"]
+
+
+class TestReattemptIdentityOverSeveralTurns:
+    def test_a_reattempt_that_failed_leaves_the_first_attempt_unknown(self):
+        log = interrupted_refund().turn("T2", "", continuation=True).round("T2", 1, ("call_1_1", "issue_refund", REFUND))
+        log.started("T2", "call_1_1", "issue_refund", REFUND, key="T1:call_1_1")
+        log.finished("T2", "call_1_1", "issue_refund", ok=False, error="the shop timed out")
+
+        attempt = log.build().reattempt_of("issue_refund", REFUND)
+
+        assert (attempt.turn_id, attempt.idempotency_key) == ("T1", "T1:call_1_1")
+
+    def test_a_reattempt_of_a_reattempt_is_sent_with_the_key_the_first_one_was_sent_with(self):
+        log = interrupted_refund().turn("T2", "", continuation=True).round("T2", 1, ("call_1_1", "issue_refund", REFUND))
+        log.started("T2", "call_1_1", "issue_refund", REFUND, key="T1:call_1_1").ambiguous("T2", "call_1_1", "issue_refund")
+        log.resolved("T1", "call_1_1", "done", "R-1 exists")  # T1 settled: T2's outcome is the unknown one now
+
+        h = log.build()
+        attempt = h.reattempt_of("issue_refund", REFUND)
+
+        assert attempt.turn_id == "T2" and h.key_of(attempt.link()) == "T1:call_1_1"
