@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import rfc8785
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -212,13 +214,19 @@ def _arguments(raw: str | None) -> dict[str, Any]:
         # Kept out of the log: only its size is recorded, and the call fails with that.
         return {"_oversized_arguments": len(raw)}
     try:
-        arguments = json.loads(raw or "{}")
+        arguments = json.loads(raw or "{}", parse_constant=_no_constant)
         if not isinstance(arguments, dict):
             raise ValueError
+        arguments = _no_nul(arguments)
+        rfc8785.dumps(arguments)  # what the log can sign: no NaN, no integer beyond ±(2^53 − 1)
     except ValueError:
         # A malformed call becomes a call whose result tells the model so; it can retry.
-        return {"_malformed_arguments": raw}
-    return _no_nul(arguments)
+        return {"_malformed_arguments": _no_nul(raw)}
+    return arguments
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _is_object(text: str) -> bool:

@@ -13,6 +13,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+import rfc8785
 from django.db import transaction
 
 from apps.actions.models import ActionLog
@@ -78,9 +79,11 @@ def check_resolution(*, resolution: Any, note: Any, result: Any = "") -> tuple[s
     if resolution != "done" or not text:
         return resolution, note, None
     try:
-        return resolution, note, json.loads(text)
+        parsed = json.loads(text)
+        rfc8785.dumps(parsed)  # what the log can sign: NaN or a 20-digit number stays text
     except ValueError:
         return resolution, note, text
+    return resolution, note, parsed
 
 
 def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, now: datetime, result: Any = "") -> Recorded:

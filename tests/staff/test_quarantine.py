@@ -72,6 +72,14 @@ class TestMarkAsDone:
         assert receiver.deliveries == []  # nothing was sent again
         assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
 
+    def test_a_result_the_log_cannot_sign_as_json_is_kept_as_text(self, quarantined, clock):
+        q = quarantined()
+
+        actions.resolve_quarantine(run_id=q["run_id"], resolution="done", note="checked", result='{"refund_id": 98765432109876543210}',
+                                   actor="staff:ops", now=clock())
+
+        assert json.loads(resolution_event(q["conversation_id"]).payload)["result"] == '{"refund_id": 98765432109876543210}'
+
     def test_a_result_that_is_not_json_is_kept_as_text(self, quarantined, clock):
         q = quarantined()
 

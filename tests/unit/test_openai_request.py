@@ -72,3 +72,12 @@ class TestModelSettings:
         body = provider(stream=True).request_body(request())
 
         assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+
+
+def test_arguments_a_log_cannot_hold_become_a_malformed_call_the_model_is_told_of():
+    from apps.agent.providers import _arguments
+
+    assert _arguments('{"order_id": "A-1\x00"') == {"_malformed_arguments": '{"order_id": "A-1"'}
+    assert "_malformed_arguments" in _arguments('{"amount": NaN}')
+    assert "_malformed_arguments" in _arguments('{"amount": 123456789012345678901234}')
+    assert _arguments('{"note": "a\\u0000b"}') == {"note": "ab"}
