@@ -12,6 +12,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.template.loader import render_to_string
 
 from apps.api import limits
@@ -29,6 +30,9 @@ REVOKED = 4401
 TRY_AGAIN_LATER = 4503
 
 log = logging.getLogger(__name__)
+
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+_TOKEN_GONE = -1  # what _render answers for a token that no longer resolves (no seq is negative)
 
 
 class LayerHealth:
@@ -128,20 +132,27 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         # Joining the channel layer happens before `connect` (a channel of its own on Redis); when
         # that fails, the socket is refused cleanly, with 4503, instead of a 500 at the handshake.
         answered: list[str] = []
+        received: list[str] = []
 
         async def sending(message: dict) -> None:
             answered.append(message["type"])
             await send(message)
 
+        async def receiving() -> dict:
+            message = await receive()
+            received.append(message["type"])
+            return message
+
         if layer_health.healthy:
             try:
-                return await super().__call__(scope, receive, sending)
-            except Exception:
+                return await super().__call__(scope, receiving, sending)
+            except Exception as exc:
                 if answered:
                     raise
-                log.warning("the channel layer failed before a socket was accepted; refusing it for now", exc_info=True)
-                layer_health.down()
-        if (await receive())["type"] == "websocket.connect":
+                log.warning("a socket failed before it was accepted; refusing it for now", exc_info=True)
+                if not isinstance(exc, DATABASE_ERRORS):
+                    layer_health.down()  # the channel layer, not the database: refuse others too until it is back
+        if "websocket.connect" in received or (await receive())["type"] == "websocket.connect":
             await send({"type": "websocket.accept"})
             await send({"type": "websocket.close", "code": TRY_AGAIN_LATER})
 
@@ -238,6 +249,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             return
         # Not thread-sensitive: pushes to many sockets render in parallel, not on one shared thread.
         text, seq = await database_sync_to_async(self._render, thread_sensitive=False)()
+        if seq == _TOKEN_GONE:
+            await self._revoked()
+            return
         if text is None:
             await self.close(code=4404)
             return
@@ -246,6 +260,11 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=text)
 
     def _render(self) -> tuple[str | None, int]:
+        # Every push checks the token (one statement): a revocation whose push was lost, or that
+        # committed while this socket was joining, still stops what it is sent.
+        grant = tokens.resolve(self.token)
+        if grant is None or grant.token_id != self.token_id:
+            return None, _TOKEN_GONE
         conversation = queries.conversation_for(self.conversation_id)
         if conversation is None:
             return None, 0

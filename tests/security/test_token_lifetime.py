@@ -84,6 +84,17 @@ class TestRevocation:
         assert await closed_with(socket) == 4401
 
 
+    async def test_a_push_to_a_socket_whose_token_was_revoked_elsewhere_closes_it_instead(self, api: Api):
+        started = await sync_to_async(api.start)("hello")
+        cid = started["conversation_id"]
+        socket = await open_socket(cid, started["token"])
+        await sync_to_async(ConversationToken.objects.update)(revoked_at=timezone.now())  # its push never came
+
+        await sync_to_async(api.post)(f"/v1/agent/conversations/{cid}/turns", {"message": "secret after revocation"})
+
+        assert await closed_with(socket) == 4401
+
+
 class TestExpiry:
     def test_an_expired_token_is_refused(self, api: Api):
         started = api.start("hello")
