@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 
 from django.conf import settings
@@ -78,7 +78,7 @@ def resolve(raw: str, *, now: datetime | None = None) -> Grant | None:
     if isinstance(expires_at, str):
         expires_at = datetime.fromisoformat(expires_at)
     if timezone.is_naive(expires_at):
-        expires_at = timezone.make_aware(expires_at, timezone.utc)
+        expires_at = expires_at.replace(tzinfo=UTC)  # SQLite hands back naive UTC
     if expires_at - now < lifetime() - RENEW_AFTER:
         sql.execute(f"UPDATE {tokens.name} SET expires_at = %s WHERE id = %s",
                  [tokens.value("expires_at", now + lifetime()), tokens.value("id", token_id)])
