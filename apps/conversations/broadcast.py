@@ -86,6 +86,21 @@ def group_name(conversation_id: str) -> str:
     return f"conversation.{conversation_id}"
 
 
+def _announce(conversation_id: str, message: dict, *, lost: str) -> None:
+    """
+    Send `message` to the conversation's group, best effort: a failure is logged, never raised.
+
+    A push must never undo or fail a committed write; `lost` says in the log what missing it costs.
+    """
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        _group_send(layer, group_name(conversation_id), message)
+    except Exception:  # noqa: BLE001 - see the docstring
+        log.warning("%s push to conversation %s failed; %s", message["type"], conversation_id, lost, exc_info=True)
+
+
 def state_changed(conversation_id: str, seq: int) -> None:
     """
     Announce a new log head to the conversation's group.
@@ -93,13 +108,7 @@ def state_changed(conversation_id: str, seq: int) -> None:
     Best effort by design: the channel layer may drop messages, and clients resynchronise from the
     database by `seq`, so a failed send loses nothing.
     """
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        _group_send(layer, group_name(conversation_id), {"type": "state.changed", "seq": seq})
-    except Exception:  # noqa: BLE001 - a push failure must never undo or fail a committed write
-        log.warning("push to conversation %s failed; clients will resync by seq", conversation_id, exc_info=True)
+    _announce(conversation_id, {"type": "state.changed", "seq": seq}, lost="clients will resync by seq")
 
 
 def draft_changed(conversation_id: str, run_id: str, after_seq: int, text: str) -> None:
@@ -109,21 +118,11 @@ def draft_changed(conversation_id: str, run_id: str, after_seq: int, text: str) 
     Transient: never stored; the next state push (a committed step) withdraws it. `after_seq` is
     the log head the round started from, so a client already showing a later state drops it.
     """
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        _group_send(layer, group_name(conversation_id), {"type": "draft.changed", "run_id": run_id, "after_seq": after_seq, "text": text})
-    except Exception:  # noqa: BLE001 - a lost draft is harmless: the committed text follows
-        log.warning("draft push to conversation %s failed", conversation_id, exc_info=True)
+    _announce(conversation_id, {"type": "draft.changed", "run_id": run_id, "after_seq": after_seq, "text": text},
+              lost="harmless: the committed text follows")
 
 
 def tokens_revoked(conversation_id: str, token_ids: list[str]) -> None:
     """Close the open sockets of revoked tokens (each consumer closes its own if it is one of them)."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        _group_send(layer, group_name(conversation_id), {"type": "tokens.revoked", "token_ids": token_ids})
-    except Exception:  # noqa: BLE001 - a socket that misses it is refused on its next resync
-        log.warning("revocation push to conversation %s failed", conversation_id, exc_info=True)
+    _announce(conversation_id, {"type": "tokens.revoked", "token_ids": token_ids},
+              lost="their sockets are refused on their next push or resync")
