@@ -12,6 +12,7 @@ from tests.servers import PYTHON, ROOT, DaphneServer, ServerDatabase, free_port
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).parent / "artifacts"
+SCREENSHOTS = ARTIFACTS / "screenshots"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--no-first-run", "--disable-quic"]
 
@@ -53,26 +54,36 @@ def waypoint_server():
 
 @pytest.fixture
 def screenshot():
-    ARTIFACTS.mkdir(exist_ok=True)
+    """Save the whole page as it is now: `e2e/artifacts/screenshots/<name>.png`."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     def take(page, name: str) -> None:
-        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
     return take
 
 
 @pytest.fixture
 def screenshots():
-    """Save what a 375 px phone and a 1280 px desktop show (800 px high): `<name>-375.png`, `<name>-1280.png`."""
-    ARTIFACTS.mkdir(exist_ok=True)
+    """
+    Save what a 375 px phone and a 1280 px desktop show (800 px high), in light and dark mode.
+
+    `e2e/artifacts/screenshots/<name>-<375|1280>-<light|dark>.png`; the page gets its own size and
+    colour scheme back afterwards.
+    """
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     def take(page, name: str) -> None:
         size = page.viewport_size
-        for width in (375, 1280):
-            page.set_viewport_size({"width": width, "height": 800})
-            # Two frames: the host page and any iframe lay out again at the new size before the capture.
-            page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
-            page.screenshot(path=str(ARTIFACTS / f"{name}-{width}.png"))
+        dark = page.evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches")
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            for width in (375, 1280):
+                page.set_viewport_size({"width": width, "height": 800})
+                # Two frames: the host page and any iframe lay out again at the new size before the capture.
+                page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+                page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}-{scheme}.png"))
+        page.emulate_media(color_scheme="dark" if dark else "light")
         page.set_viewport_size(size)
 
     return take
