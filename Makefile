@@ -30,8 +30,10 @@ run: install
 test: install
 	@bash tests/run.sh $(ARGS)
 
+# ruff, and the import contracts of pyproject.toml (the layers of docs/architecture.md).
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-logo
 
 # Benchmarks against the raw database limit and LangGraph/DBOS (bench/RESULTS.md); needs PostgreSQL and Redis.
 bench: install

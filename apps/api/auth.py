@@ -16,10 +16,10 @@ from django.http import HttpRequest
 from django.utils.text import slugify
 from ninja.security import APIKeyQuery, HttpBearer
 
-from apps.api import limits
 from apps.api.keys import resolve_api_key
 from apps.conversations import tokens
 from apps.conversations.errors import BadInput, Forbidden, NotFound
+from apps.ops import limits
 
 # provider:external_id or provider:scope:external_id (PRODUCT.md "persona").
 PERSONA_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}(:[A-Za-z0-9_.@+\-]{1,100}){1,2}$"

@@ -192,7 +192,8 @@ def guard(run):
     The size check reads the body as Django does (Content-Length first, then the bytes actually
     received, which covers chunked uploads), so a huge body is refused without being parsed.
     """
-    from apps.api import auth, limits
+    from apps.api import auth
+    from apps.ops import limits
 
     @wraps(run)
     def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:

@@ -22,9 +22,9 @@ from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from apps.api import limits
 from apps.conversations.errors import WaypointError
 from apps.ledger import replay
+from apps.ops import limits
 from apps.staff import actions, queries
 from apps.workspaces import actions as workspace_actions
 

@@ -15,9 +15,9 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.template.loader import render_to_string
 
-from apps.api import limits
 from apps.conversations import broadcast, queries, tokens
 from apps.conversations.broadcast import group_name
+from apps.ops import limits
 from apps.widget.framing import Embed, make_embed
 from apps.widget.presenters import page_context
 

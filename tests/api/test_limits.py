@@ -1,4 +1,4 @@
-from apps.api.limits import hit
+from apps.ops.limits import hit
 
 
 class TestFixedWindow:
