@@ -239,17 +239,19 @@ def conversation_page(
         page.newer = first.encode() if (going_on or (going_back and more)) else None
         page.older = last.encode() if (going_back or more) else None
     for row in rows:
-        row["phase"] = phase(row["status"], row["run_status"], row["quarantined"])
+        row["last_run"] = last_run(row["run_status"], row["quarantined"])
     return page
 
 
-def phase(status: str, run_status: str | None, quarantined: bool) -> str:
-    """The one-word display state of a conversation (lifecycle first, then its latest run)."""
-    if status == "completed":
-        return "completed"
+def last_run(run_status: str | None, quarantined: bool) -> str:
+    """
+    The one-word state of a conversation's latest run, shown beside its lifecycle (never in its place).
+
+    A run `completed` is a finished turn: the conversation stays `active` until it is completed.
+    """
     if quarantined and run_status == "interrupted":
         return "quarantined"
-    return run_status or "new"
+    return run_status or ""
 
 
 # --- the inspector ------------------------------------------------------------------------------
@@ -418,7 +420,7 @@ def inspect_conversation(conversation_id: str) -> dict[str, Any] | None:
     return {
         "conversation": conversation,
         "assistant": conversation.assistant,
-        "phase": phase(conversation.status, latest.status if latest else None, bool(latest and latest.quarantined)),
+        "last_run": last_run(latest.status if latest else None, bool(latest and latest.quarantined)),
         "metadata_text": _pretty(conversation.metadata),
         "messages": list(ChatMessage.objects.filter(conversation_id=cid).order_by("seq")),
         "timeline": entries,

@@ -1,3 +1,4 @@
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -97,7 +98,7 @@ class TestFilters:
         assert [str(i) for i in ids(interrupted)] == [stuck["conversation_id"]]
         assert [str(i) for i in ids(paused)] == [waiting["conversation_id"]]
         assert [str(i) for i in ids(quarantined)] == [stuck["conversation_id"]]
-        assert quarantined.rows[0]["phase"] == "quarantined"
+        assert quarantined.rows[0]["last_run"] == "quarantined"
 
     def test_filters_by_persona_owner_or_token_holder(self, start):
         alice = start("hello", persona="guest:alice")
@@ -150,3 +151,19 @@ class TestTheListPage:
         assert reverse("staff:conversation", args=[rows[0].id]) in page
         assert reverse("staff:conversation", args=[rows[50].id]) not in page
         assert "status=active&amp;after=" in page
+
+    def test_shows_the_lifecycle_apart_from_the_latest_runs_status(self, staff_client, start):
+        answered = start("hello")
+        completed = start("hello")
+        WorkflowLog.objects.filter(run_id__in=[answered["run_id"], completed["run_id"]]).update(status="completed")
+        Conversation.objects.filter(id=completed["conversation_id"]).update(status="completed")
+
+        page = staff_client.get(reverse("staff:conversations")).content.decode()
+
+        assert re.findall(r'class="badge (\w+)"', row_of(page, answered["conversation_id"])) == ["active", "completed"]
+        assert re.findall(r'class="badge (\w+)"', row_of(page, completed["conversation_id"])) == ["completed", "completed"]
+
+
+def row_of(page: str, conversation_id: str) -> str:
+    start = page.index(f'<tr id="conversation-{conversation_id}">')
+    return page[start:page.index("</tr>", start)]

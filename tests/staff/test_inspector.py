@@ -39,6 +39,15 @@ class TestInspector:
             assert kind in row and 'title="verified">✓' in row
         assert f"✓ {len(kinds)} entries verify" in page
 
+    def test_heads_the_page_with_the_lifecycle_and_shows_the_latest_run_beside_it(self, staff_client, start):
+        started = start("hello there")
+
+        page = inspector(staff_client, started["conversation_id"])
+
+        heading = re.search(r"<h1>(.*?)</h1>", page, re.S).group(1)
+        assert re.findall(r'class="badge (\w+)"', heading) == ["active"]
+        assert re.search(r'<dt>Last run</dt><dd><span class="badge completed">', page)
+
     def test_shows_runs_action_logs_and_participants(self, staff_client, start, clock):
         started = start("I want a refund")  # lookup_order (echo) runs, then issue_refund waits for approval
 
