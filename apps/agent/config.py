@@ -18,6 +18,8 @@ PROVIDERS = {"scripted", "openai"}
 MODES = {"agent", "simple"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 TOOL_CHOICES = ("auto", "none", "required")
+# The outcomes of the previous call a scripted `say` step may depend on (apps/agent/providers.py `outcome`).
+WHEN = ("approved", "denied", "declined", "failed")
 MAX_INSTRUCTIONS_CHARS = 20_000
 
 
@@ -36,11 +38,15 @@ def _check_steps(steps: Any, where: str, problems: list[str]) -> None:
         if not isinstance(step, dict):
             problems.append(f"{at}: must be an object")
             continue
-        unknown = set(step) - {"say", "call", "arguments", "calls", "stream"}
+        unknown = set(step) - {"say", "call", "arguments", "calls", "stream", "when"}
         if unknown:
             problems.append(f"{at}: unknown keys {sorted(unknown)}")
         if "say" in step and not isinstance(step["say"], str):
             problems.append(f"{at}.say: must be text")
+        if "when" in step and step["when"] not in WHEN:
+            problems.append(f"{at}.when: must be one of {', '.join(WHEN)}")
+        elif "when" in step and "say" not in step:
+            problems.append(f"{at}.when: only a step that says something can depend on an outcome")
         if "call" in step and "calls" in step:
             problems.append(f"{at}: use either call or calls, not both")
         calls = step.get("calls", [{"call": step["call"], "arguments": step.get("arguments", {})}] if "call" in step else [])

@@ -37,28 +37,32 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
                     "steps": [
                         {"call": "lookup_order", "arguments": {"order_id": "A-1"}},
                         {"call": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}},
-                        {"say": "Refund issued: {result}."},
+                        {"when": "approved", "say": "Refund issued: 20 for order A-1."},
+                        {"when": "denied", "say": "The refund was declined, so nothing was refunded for order A-1."},
+                        {"when": "failed", "say": "The refund could not be issued just now ({result.error}). Nothing was refunded; please try again later."},
                     ],
                 },
                 {
                     "match": "order",
                     "steps": [
                         {"call": "lookup_order", "arguments": {"order_id": "A-1"}},
-                        {"say": "Your order A-1 is on its way: {result}."},
+                        {"say": "Your order A-1 is on its way."},
                     ],
                 },
                 {
                     "match": "when|deliver",
                     "steps": [
                         {"call": "pick_date", "arguments": {"label": "Delivery date"}},
-                        {"say": "Booked for {result}."},
+                        {"when": "declined", "say": "No problem: no delivery date is booked. Ask again whenever you like."},
+                        {"say": "Booked for {result.date}."},
                     ],
                 },
                 {
                     "match": "help|question",
                     "steps": [
                         {"call": "ask_question", "arguments": {"question": "Which order is this about?"}},
-                        {"say": "Thanks, I will look into {result}."},
+                        {"when": "declined", "say": "No problem. Tell me more whenever you are ready."},
+                        {"say": "Thanks, I will look into {result.answer}."},
                     ],
                 },
                 {"match": "bye", "steps": [{"say": "Goodbye!", "call": "complete_conversation", "arguments": {}}]},

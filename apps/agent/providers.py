@@ -107,24 +107,17 @@ class ScriptedProvider:
             if not tried:
                 return ModelRound()
             return ModelRound(text="I could not finish this. I tried: " + ", ".join(dict.fromkeys(tried)) + ".")
-        message, offset, last_result = request.message, 0, None
+        message, known = request.message, []
         if request.continuation:
-            message, offset, last_result = resume_point(request.history)
+            message, known = resume_point(request.history)
         steps = self._steps(message)
-        index = offset + len(request.rounds)
+        rounds = [*known, *request.rounds]
+        index = next_step_index(steps, rounds, approval_tools(request.tools))
         if index >= len(steps):
             return ModelRound()
         step = steps[index]
-        for past in reversed(request.rounds):
-            if past.results:
-                last_result = list(past.results.values())[-1]
-                break
-        text = step.get("say", "")
-        text = text.replace("{message}", message).replace(
-            "{result}", json.dumps(last_result, sort_keys=True, separators=(", ", ": "))
-        )
-        # {memory}: the facts remembered in this conversation (built-in `remember`), or "nothing".
-        text = text.replace("{memory}", "; ".join(request.memory) or "nothing")
+        last_result = next((list(past.results.values())[-1] for past in reversed(rounds) if past.results), None)
+        text = _PLACEHOLDER.sub(lambda m: _placeholder(m, message, last_result, request.memory), step.get("say", ""))
         specs = step.get("calls") or ([{"call": step["call"], "arguments": step.get("arguments", {})}] if "call" in step else [])
         calls = [
             ToolCall(call_id=f"call_{index + 1}_{i + 1}", tool=spec["call"], arguments=dict(spec.get("arguments", {})))
@@ -140,6 +133,76 @@ class ScriptedProvider:
         return ModelRound(text=text, calls=calls, usage={"rounds": 1})
 
 
+# One pass over the step's text, so a message or result that contains a placeholder is never read as one.
+_PLACEHOLDER = re.compile(r"\{(message|memory|result)(?:\.([A-Za-z0-9_-]+))?\}")
+
+
+def _placeholder(match: re.Match, message: str, result: Any, memory: list[str]) -> str:
+    """
+    The text of a `say` placeholder: {message}, {result} (the JSON of the last tool result), {result.<field>}
+    (one field of it as text, "" when it has none: a reply people read) or {memory} (the remembered facts).
+    """
+    name, field_name = match.groups()
+    if name == "message":
+        return message if field_name is None else match.group(0)
+    if name == "memory":
+        return ("; ".join(memory) or "nothing") if field_name is None else match.group(0)
+    if field_name is None:
+        return json.dumps(result, sort_keys=True, separators=(", ", ": "))
+    value = result.get(field_name) if isinstance(result, dict) else None
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def approval_tools(tools: list[dict[str, Any]]) -> frozenset[str]:
+    """The names of the tools a person approves before they run."""
+    return frozenset(t["name"] for t in tools if t.get("requires_approval"))
+
+
+def outcome(past: PastRound, approval: frozenset[str]) -> str:
+    """
+    The outcome of a round's last call, as a `when` names it, or "" for none of those.
+
+    Read from the result the model was given, as a model reading its history would: a denial, a
+    declined answer, an error; a call that needed approval and has any other settled result was approved.
+    """
+    if not past.calls:
+        return ""
+    call = past.calls[-1]
+    result = past.results.get(call.call_id)
+    if isinstance(result, dict):
+        if result.get("denied") is True:
+            return "denied"
+        if result.get("declined") is True:
+            return "declined"
+        if set(result) == {"error"}:
+            return "failed"
+        if _unsettled(result):
+            return ""
+    if result is None:
+        return ""
+    return "approved" if call.tool in approval else ""
+
+
+def next_step_index(steps: list[dict[str, Any]], rounds: list[PastRound], approval: frozenset[str]) -> int:
+    """
+    The index of the step the next round takes, after `rounds` (each took one step).
+
+    A step with `when` applies only right after that outcome of the previous call: otherwise it is
+    passed over. Walking the rounds from the first makes the choice a function of the record alone.
+    """
+    index, previous = 0, ""
+    for position in range(len(rounds) + 1):
+        while index < len(steps) and steps[index].get("when") and steps[index]["when"] != previous:
+            index += 1
+        if position == len(rounds):
+            break
+        previous = outcome(rounds[position], approval)
+        index += 1
+    return index
+
+
 def _unsettled(result: Any) -> bool:
     """A result that says the call's outcome is not known (or was given up on): it has to be made again."""
     return isinstance(result, dict) and (
@@ -147,13 +210,13 @@ def _unsettled(result: Any) -> bool:
     )
 
 
-def resume_point(history: list[PastTurn]) -> tuple[str, int, Any]:
+def resume_point(history: list[PastTurn]) -> tuple[str, list[PastRound]]:
     """
     Where a continuation goes on, read from the history as a model reading it would.
 
     Returns the message of the turn that the interrupted turns (a turn, and the continuations of
-    it that were interrupted too) answer, the index of the first step of its rule whose outcome is
-    not known, and the last known result before it.
+    it that were interrupted too) answer, and the rounds of its rule whose outcome is known, in
+    order: the rule goes on after them.
     """
     chain: list[PastTurn] = []
     for turn in reversed(history):
@@ -161,18 +224,14 @@ def resume_point(history: list[PastTurn]) -> tuple[str, int, Any]:
         if not turn.continuation:
             break
     if not chain or chain[0].continuation:
-        return "", 0, None
-    index, last = 0, None
+        return "", []
+    known: list[PastRound] = []
     for turn in chain:
-        known = 0
         for past in turn.rounds:
             if any(_unsettled(r) for r in past.results.values()):
                 break
-            known += 1
-            if past.results:
-                last = list(past.results.values())[-1]
-        index += known
-    return chain[0].message, index, last
+            known.append(past)
+    return chain[0].message, known
 
 
 # --- reading what OpenAI-compatible servers send ------------------------------------------------
