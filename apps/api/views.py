@@ -260,7 +260,6 @@ def results(
         conversation_id=str(conversation.id), run_id=run_id, results=[item.model_dump() for item in payload.results],
         persona=principal.acting_as(payload.persona), permissions=principal.permissions, now=timezone.now(),
     )
-    conversation.refresh_from_db()
     return _json(response, {**acceptance.as_dict(), "state": queries.conversation_state(conversation)})
 
 

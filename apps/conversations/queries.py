@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import CharField, F, Func
 
 from apps.actions.models import ActionLog
@@ -41,13 +43,45 @@ def _timestamp_text(field: str) -> tuple[Func | F, bool]:
     return F(field), False
 
 
+@contextmanager
+def snapshot() -> Iterator[None]:
+    """
+    Read through one view of the database: every statement inside sees the same commits.
+
+    Under PostgreSQL's READ COMMITTED each statement sees the commits made before it started, so
+    separate reads could show a turn's reply and `completed` beside the head before it, and a send
+    made at that head got `409 turn_conflict`. A REPEATABLE READ transaction gives them one
+    snapshot; SQLite's transaction is one already. Inside a caller's transaction they share its view.
+    """
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
+# The conversation's own fields that the state shows: read again inside the state's snapshot, as
+# the row the caller loaded (to check access) may be older than the rest of what is read.
+STATE_FIELDS = ("status", "completed_at", "message_count", "head_seq", "last_turn_at", "visibility")
+
+
 def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dict[str, Any]:
     """
-    Return the messages and the reconnect fields of a conversation.
+    Return the messages and the reconnect fields of a conversation, as of one snapshot.
 
     Messages are only those of committed turns: an assistant message exists only once its turn's
-    `turn_complete` committed, so a paused or interrupted turn never shows partial text.
+    `turn_complete` committed, so a paused or interrupted turn never shows partial text. `seq` is
+    the head of the very snapshot the rest was read in. `conversation`'s state fields are refreshed.
     """
+    with snapshot():
+        conversation.refresh_from_db(fields=STATE_FIELDS)
+        return _state(conversation, after_seq=after_seq)
+
+
+def _state(conversation: Conversation, *, after_seq: int) -> dict[str, Any]:
     # Plain tuples, not model instances, and times as text: a long conversation has thousands of
     # messages and this runs on every page load, poll and websocket push.
     created_at, as_text = _timestamp_text("created_at")
