@@ -12,6 +12,8 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from apps.agent.tools import check_date_bounds, check_tool_words
+
 BUILTIN_TOOLS = {"complete_conversation", "ask_question", "remember"}
 ACTIONS = {"echo", "fail", "sleep", "webhook", "write_file", "read_file", "list_files", "write_artifact"}
 PROVIDERS = {"scripted", "openai"}
@@ -179,6 +181,8 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
         params = tool.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(params, dict):
             problems.append(f"{at}.parameters: must be a JSON schema object")
+        check_tool_words(tool, at, problems)
+        check_date_bounds(tool, at, problems)
         normalised_tools.append({**tool, "parameters": params, "requires_approval": bool(tool.get("requires_approval"))})
     out["tools"] = normalised_tools
 

@@ -96,7 +96,7 @@ def turn_state(events: list[Recorded]) -> TurnState:
             s.calls[p["call_id"]].answer = {"decision": p["decision"], "reviewed": p["reviewed"]}
             s.calls[p["call_id"]].answered_by = p.get("answered_by", "")
         elif k == "question_response":
-            s.calls[p["call_id"]].answer = {"answer": p["answer"]}
+            s.calls[p["call_id"]].answer = {"declined": True} if p.get("declined") else {"answer": p["answer"]}
             s.calls[p["call_id"]].answered_by = p.get("answered_by", "")
         elif k == "action_started":
             call = s.calls[p["call_id"]]

@@ -117,7 +117,25 @@ class AssistantConfigIn(Schema):
         "openai also takes stream (true or false) and base_url (one of the deployment's model endpoints). "
         "The scripted model ignores these settings.",
     )
-    tools: Any = Field(None, description="server and client tools", json_schema_extra={"type": "array", "items": {"type": "object"}})
+    tools: Any = Field(
+        None, description="server and client tools. display_name and summary are what people see of a call instead of the "
+        "tool's name and raw arguments (the exact arguments stay one click away; approval binds to them): summary is a "
+        "template naming only the tool's parameters, like \"Refund {amount} for order {order_id}\". A date parameter "
+        "(format date) may set minimum and maximum (or min and max) as YYYY-MM-DD; an answer outside them is refused",
+        json_schema_extra={"type": "array", "items": {"type": "object", "required": ["name", "kind"], "properties": {
+            "name": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"},
+            "kind": {"enum": ["server", "client"]},
+            "action": {"type": "string", "description": "server tools: echo, fail, sleep, webhook, …"},
+            "url": {"type": "string", "description": "webhook: the http(s) URL it POSTs to"},
+            "requires_approval": {"type": "boolean"},
+            "answered_by": {"enum": ["person", "application"], "description": "client tools (default person)"},
+            "description": {"type": "string"},
+            "parameters": {"type": "object", "description": "a JSON schema object"},
+            "display_name": {"type": "string", "minLength": 1, "maxLength": 80, "description": "what people call the tool"},
+            "summary": {"type": "string", "minLength": 1, "maxLength": 300,
+                        "description": "a call in people's words: {name} placeholders of the tool's parameters only"},
+        }}},
+    )
     mode: Any = Field(None, description="agent (default) or simple", json_schema_extra={"enum": ["agent", "simple"]})
     required_approver: Any = Field(None, description="the persona that must answer approvals", json_schema_extra={"type": "string"})
 
@@ -175,7 +193,8 @@ class ResultIn(Schema):
     call_id: Annotated[str, Field(min_length=1, max_length=100)]
     output: Any = Field(
         description='client tool: any JSON; approval: {"decision": "approve"|"deny", "reviewed": {"tool", "arguments"}}; '
-        'question: {"answer": str}'
+        'question: {"answer": str}. A question or client tool may be declined with {"declined": true}: the model '
+        "receives that as the call's outcome"
     )
 
 

@@ -20,7 +20,9 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from apps.agent.config import tool_by_name
 from apps.agent.models import Assistant
+from apps.agent.tools import DECLINED, answer_problem
 from apps.conversations import faults, tokens
 from apps.conversations.errors import (
     ActionResultConflict,
@@ -350,12 +352,13 @@ class Acceptance:
 def _same_answer(usage: ToolUsageLog, output: Any) -> bool:
     if usage.kind == "approval":
         return usage.output == {"decision": output.get("decision"), "reviewed": output.get("reviewed")}
-    if usage.kind == "question":
+    if usage.kind == "question" and output != DECLINED:
         return usage.output == {"answer": output.get("answer")}
     return usage.output == output
 
 
-def _check_output(usage: ToolUsageLog, output: Any, required_approver: str, persona: str, permissions: frozenset[str]) -> None:
+def _check_output(usage: ToolUsageLog, output: Any, required_approver: str, persona: str, permissions: frozenset[str],
+                  tool: dict[str, Any]) -> None:
     if usage.kind == "approval":
         if "approve" not in permissions:
             raise Forbidden("this persona may not approve")
@@ -371,10 +374,16 @@ def _check_output(usage: ToolUsageLog, output: Any, required_approver: str, pers
     elif usage.kind == "question":
         if "answer_client_actions" not in permissions:
             raise Forbidden("this persona may not answer questions")
+        if output == DECLINED:
+            return
+        if isinstance(output, dict) and "declined" in output:
+            raise BadInput('a declined question is exactly output {"declined": true}')
         if not isinstance(output, dict) or not isinstance(output.get("answer"), str) or not output["answer"].strip():
-            raise BadInput("a question needs output.answer as non-empty text")
+            raise BadInput('a question needs output.answer as non-empty text, or output {"declined": true} to skip it')
     elif "answer_client_actions" not in permissions:
         raise Forbidden("this persona may not answer client actions")
+    elif problem := answer_problem(tool, output):
+        raise BadInput(problem)
 
 
 def accept_results(
@@ -389,6 +398,8 @@ def accept_results(
     :raises ActionResultConflict: a different output was accepted for one of the calls
     :raises ApprovalMismatch: the reviewed tool or arguments differ from the pending call
     :raises RunExpired: the run's pending request expired (simple runs only)
+    :raises BadInput: an output a call cannot take (a date outside its parameter's bounds, say);
+        `{"declined": true}` declines a question or client action
     """
     if not isinstance(results, list) or not results:
         raise BadInput("results must be a non-empty list of {call_id, output}")
@@ -420,7 +431,8 @@ def accept_results(
             if usage.status == "pending":
                 if run.status == "expired" or (usage.expires_at and usage.expires_at <= now):
                     raise RunExpired()
-                _check_output(usage, item["output"], required, persona, permissions)
+                tool = tool_by_name(conversation.assistant.config, usage.tool) or {}
+                _check_output(usage, item["output"], required, persona, permissions, tool)
                 fresh.append((usage, item["output"]))
             elif usage.status == "expired":
                 raise RunExpired()
@@ -443,7 +455,9 @@ def accept_results(
                                                reviewed={"tool": output["reviewed"]["tool"], "arguments": output["reviewed"]["arguments"]},
                                                answered_by=persona, run_resumes=resumes))
             elif usage.kind == "question":
-                events.append(QuestionResponse(run_id=run_id, call_id=usage.call_id, answer=output["answer"], answered_by=persona, run_resumes=resumes))
+                declined = output == DECLINED
+                events.append(QuestionResponse(run_id=run_id, call_id=usage.call_id, answer="" if declined else output["answer"],
+                                               answered_by=persona, run_resumes=resumes, declined=declined))
             else:
                 events.append(ClientResultAccepted(run_id=run_id, call_id=usage.call_id, tool=usage.tool, output=output,
                                                    answered_by=persona, run_resumes=resumes))

@@ -296,8 +296,9 @@ def changes(conversation_id: str, rec: Recorded) -> list[Change]:
             )
             line = f"{p['reviewed'].get('tool', 'Action')} {decided}{_by(p.get('answered_by', ''))}"
         else:
-            answer = _answer(rec, status="answered", output={"answer": p["answer"]}, answered_by=p.get("answered_by", ""))
-            line = f"Question answered{_by(p.get('answered_by', ''))}"
+            output = {"declined": True} if p.get("declined") else {"answer": p["answer"]}
+            answer = _answer(rec, status="answered", output=output, answered_by=p.get("answered_by", ""))
+            line = f"Question {'skipped' if p.get('declined') else 'answered'}{_by(p.get('answered_by', ''))}"
         run = Change(
             "workflow_logs",
             (p["run_id"],),

@@ -21,7 +21,7 @@ class EventKind:
     def payload(self) -> dict[str, Any]:
         out = asdict(self)
         for name in self.added:
-            if out[name] in (None, {}, []):
+            if out[name] in (None, {}, []) or out[name] is False:
                 del out[name]
         return out
 
@@ -176,11 +176,13 @@ class QuestionRequest(EventKind):
 @_kind("question_response")
 @dataclass(frozen=True)
 class QuestionResponse(EventKind):
+    added = ("declined",)
     run_id: str
     call_id: str
     answer: str
     answered_by: str = ""
     run_resumes: bool = False
+    declined: bool = False  # the person skipped the question (`output: {"declined": true}`); `answer` is ""
 
 
 @_kind("completion_requested")

@@ -10,6 +10,7 @@ import nh3
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
+from apps.agent.tools import DECLINED, date_bounds
 from apps.conversations import queries
 
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
@@ -43,17 +44,20 @@ def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
         spec = spec if isinstance(spec, dict) else {}
         kind = spec.get("type", "string")
         input_type = "number" if kind in ("number", "integer") else _INPUT_TYPES.get(spec.get("format", ""), "text")
+        low, high = date_bounds(spec)
         fields.append(
             {"name": name, "label": spec.get("title") or name.replace("_", " ").capitalize(), "input_type": input_type,
-             "required": name in required or len(props) == 1, "type": kind}
+             "required": name in required or len(props) == 1, "type": kind, "min": low, "max": high}
         )
     if not fields:
         fields.append({"name": "value", "label": "Value", "input_type": "text", "required": True, "type": "string"})
     return fields
 
 
-def describe_output(output: Any) -> str:
-    """A person's words for an accepted answer: Approved/Denied, the answer, the field values, or the JSON."""
+def describe_output(output: Any, kind: str = "") -> str:
+    """A person's words for an accepted answer: Approved/Denied, Skipped/Cancelled, the answer, the field values, or the JSON."""
+    if output == DECLINED:
+        return "Skipped" if kind == "question" else "Cancelled"
     if isinstance(output, dict) and "decision" in output:
         return "Approved" if output["decision"] == "approve" else "Denied"
     if isinstance(output, dict) and len(output) == 1:
@@ -136,7 +140,8 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
             call["fields"][0]["label_hidden"] = True
     for call in state["answered_client_actions"]:
         call["title"] = _title(call, tools.get(call["tool"], {}))
-        call["output_text"] = "Expired" if call["status"] == "expired" else describe_output(call["output"])
+        call["declined"] = call["output"] == DECLINED
+        call["output_text"] = "Expired" if call["status"] == "expired" else describe_output(call["output"], call["kind"])
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
     state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed"
     state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in ("interrupted", "failed", "expired")

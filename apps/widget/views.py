@@ -13,6 +13,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST, require_safe
 
 from apps.agent.models import Assistant
+from apps.agent.tools import DECLINED
 from apps.conversations import actions, queries, tokens
 from apps.conversations.errors import (
     ActionResultConflict,
@@ -253,6 +254,8 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         except ValueError:
             arguments = None
         output = {"decision": request.POST.get("decision"), "reviewed": {"tool": request.POST.get("reviewed_tool"), "arguments": arguments}}
+    elif request.POST.get("declined"):
+        output = dict(DECLINED)  # Skip on a question, Cancel on a client-action form
     elif call["kind"] == "question":
         output = {"answer": request.POST.get("answer", "")}
     else:

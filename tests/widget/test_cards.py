@@ -166,3 +166,53 @@ class TestStaleCards:
         html = response.content.decode()
         assert response.status_code == 200
         assert "Someone else already answered" in html and "2026-12-24" in html
+
+
+DATE_TOOL = {"name": "pick_date", "kind": "client", "parameters": {"type": "object", "properties": {
+    "date": {"type": "string", "format": "date", "title": "Delivery date", "minimum": "2026-12-01", "maximum": "2026-12-31"}}}}
+DECLINING = {"provider": "scripted", "rules": [
+    {"match": "help", "steps": [{"call": "ask_question", "arguments": {"question": "Which order?"}},
+                                {"when": "declined", "say": "Skipped."}, {"say": "Thanks: {result.answer}"}]},
+    {"match": "when", "steps": [{"call": "pick_date"}, {"when": "declined", "say": "Cancelled."}, {"say": "Booked {result.date}"}]}]}
+
+
+class TestDecliningCards:
+    def test_skip_on_a_question_records_a_declined_answer_the_model_sees(self, page, make_assistant, started, answer, settle):
+        conversation = started("help", assistant=make_assistant(model=DECLINING))
+        html = page(conversation).content.decode()
+
+        with settle():
+            response = answer(conversation, state_of(conversation), declined="1")
+
+        assert 'name="declined" value="1"' in html and ">Skip</button>" in html
+        assert response.status_code == 302
+        after = state_of(conversation)
+        assert after["messages"][-1]["text"] == "Skipped." and after["answered_client_actions"][0]["output"] == {"declined": True}
+        assert "Skipped" in page(conversation).content.decode()
+
+    def test_cancel_on_a_client_form_declines_it_whatever_its_fields_hold(self, page, make_assistant, started, answer, settle):
+        conversation = started("when?", assistant=make_assistant(model=DECLINING, tools=[DATE_TOOL]))
+        html = page(conversation).content.decode()
+
+        with settle():
+            answer(conversation, state_of(conversation), declined="1", **{"field.date": ""})
+
+        assert ">Cancel</button>" in html and "formnovalidate" in html
+        assert state_of(conversation)["messages"][-1]["text"] == "Cancelled."
+        assert "Cancelled" in page(conversation).content.decode()
+
+    def test_a_date_field_carries_its_bounds(self, page, make_assistant, started):
+        conversation = started("when?", assistant=make_assistant(model=DECLINING, tools=[DATE_TOOL]))
+
+        html = page(conversation).content.decode()
+
+        assert 'type="date" min="2026-12-01" max="2026-12-31" required' in html
+
+    def test_a_date_outside_its_bounds_is_refused_with_a_message_for_people(self, page, make_assistant, started, answer):
+        conversation = started("when?", assistant=make_assistant(model=DECLINING, tools=[DATE_TOOL]))
+
+        response = answer(conversation, state_of(conversation), **{"field.date": "2027-01-05"})
+
+        assert response.status_code == 422
+        assert "Delivery date must be on or before 2026-12-31" in response.content.decode()
+        assert state_of(conversation)["run_status"] == "waiting"

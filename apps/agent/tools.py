@@ -1,0 +1,164 @@
+"""
+What people see of a tool and what they may answer it: its name, a call's summary, its date bounds.
+
+Pure: no Django. The assistant configuration is checked with `check_tool_words` and
+`check_date_bounds` (apps/agent/config.py); the pages, the staff panel and the answer check read a
+checked configuration, and `summary` never raises even on one stored before these checks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from datetime import date
+from typing import Any
+
+MAX_DISPLAY_NAME = 80
+MAX_SUMMARY = 300
+_PLACEHOLDER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+DECLINED = {"declined": True}  # the output of a question or client action the person skipped or cancelled
+
+
+def display_name(tool: dict[str, Any], name: str) -> str:
+    """What people call a tool: its `display_name`, else its name in words."""
+    given = tool.get("display_name")
+    return given if isinstance(given, str) and given.strip() else name.replace("_", " ")
+
+
+def placeholders(template: str) -> list[str]:
+    """
+    The argument names a summary template names, in order.
+
+    :raises ValueError: the template is malformed (an unclosed brace, a format spec or an index)
+    """
+    names = []
+    for _, name, spec, conversion in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if not _PLACEHOLDER_NAME.match(name) or spec or conversion:
+            raise ValueError(f"{{{name}}} is not an argument name (use {{order_id}}, nothing after it)")
+        names.append(name)
+    return names
+
+
+def check_tool_words(tool: dict[str, Any], at: str, problems: list[str]) -> None:
+    """Check a tool's `display_name` and `summary`; a summary may name only the tool's parameters."""
+    if "display_name" in tool:
+        name = tool["display_name"]
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_DISPLAY_NAME:
+            problems.append(f"{at}.display_name: text of 1 to {MAX_DISPLAY_NAME} characters")
+    if "summary" not in tool:
+        return
+    template = tool["summary"]
+    if not isinstance(template, str) or not template.strip() or len(template) > MAX_SUMMARY:
+        problems.append(f"{at}.summary: a template of 1 to {MAX_SUMMARY} characters, like \"Refund {{amount}} for order {{order_id}}\"")
+        return
+    try:
+        names = placeholders(template)
+    except ValueError as exc:
+        problems.append(f"{at}.summary: malformed template: {exc}")
+        return
+    params = tool.get("parameters")
+    known = set((params.get("properties") or {}) if isinstance(params, dict) and isinstance(params.get("properties"), dict) else {})
+    missing = [n for n in dict.fromkeys(names) if n not in known]
+    if missing:
+        problems.append(f"{at}.summary: names {', '.join('{' + n + '}' for n in missing)}, which "
+                        f"{'is' if len(missing) == 1 else 'are'} not among the tool's parameters")
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def summary(tool: dict[str, Any], arguments: Any) -> str:
+    """
+    A call in people's words: the tool's `summary` filled with the call's arguments, or "" without one.
+
+    Never raises: an argument the call lacks reads as "…", and a template that does not parse
+    (one stored before it was checked) gives "" so the caller falls back to the tool's name.
+    """
+    template = tool.get("summary")
+    if not isinstance(template, str) or not template:
+        return ""
+    values = arguments if isinstance(arguments, dict) else {}
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError:
+        return ""
+    out = []
+    for literal, name, _, _ in parsed:
+        out.append(literal)
+        if name is not None:
+            out.append(_value_text(values[name]) if name in values and values[name] is not None else "…")
+    return "".join(out)
+
+
+def date_bounds(spec: dict[str, Any]) -> tuple[str, str]:
+    """The earliest and latest date a date parameter allows (`minimum`/`maximum`, or `min`/`max`), "" for none."""
+    if not isinstance(spec, dict) or spec.get("format") != "date":
+        return "", ""
+    low = spec.get("minimum", spec.get("min", ""))
+    high = spec.get("maximum", spec.get("max", ""))
+    return (low if isinstance(low, str) else ""), (high if isinstance(high, str) else "")
+
+
+def _is_date(value: Any) -> bool:
+    if not isinstance(value, str) or not _ISO_DATE.match(value):
+        return False
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _properties(tool: dict[str, Any]) -> dict[str, Any]:
+    params = tool.get("parameters")
+    props = params.get("properties") if isinstance(params, dict) else None
+    return props if isinstance(props, dict) else {}
+
+
+def check_date_bounds(tool: dict[str, Any], at: str, problems: list[str]) -> None:
+    """Check that a date parameter's bounds are dates (YYYY-MM-DD), the earliest not after the latest."""
+    for name, spec in _properties(tool).items():
+        if not isinstance(spec, dict) or spec.get("format") != "date":
+            continue
+        given = [spec[k] for k in ("minimum", "min", "maximum", "max") if k in spec]
+        if not all(_is_date(v) for v in given):
+            problems.append(f"{at}.parameters.properties.{name}: a date's minimum and maximum must be dates like 2026-12-24")
+            continue
+        low, high = date_bounds(spec)
+        if low and high and low > high:
+            problems.append(f"{at}.parameters.properties.{name}: the minimum {low} is after the maximum {high}")
+
+
+def answer_problem(tool: dict[str, Any], output: Any) -> str:
+    """
+    Why an answer to a client tool breaks its parameters' rules, or "".
+
+    A declined answer has no values to check. A date outside a parameter's bounds, or a bounded
+    date that is not a date, is refused.
+    """
+    if output == DECLINED or not isinstance(output, dict):
+        return ""
+    for name, spec in _properties(tool).items():
+        low, high = date_bounds(spec)
+        value = output.get(name)
+        if not (low or high) or value in (None, ""):
+            continue
+        label = spec.get("title") or name
+        if not _is_date(value):
+            return f"{label} must be a date like 2026-12-24"
+        if low and value < low:
+            return f"{label} must be on or after {low}"
+        if high and value > high:
+            return f"{label} must be on or before {high}"
+    return ""
