@@ -115,7 +115,7 @@ def demo_shop(widget_server, shop_origin):
         [PYTHON, "manage.py", "demo_shop", "--port", port, "--widget-url", widget_server.url],
         cwd=ROOT, env={**os.environ, **widget_server.database.env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     while True:
         try:
             httpx.get(f"http://127.0.0.1:{port}/", timeout=1)

@@ -193,7 +193,7 @@ class DaphneServer:
             self.wait_ready()
         return self
 
-    def wait_ready(self, timeout: float = 30) -> None:
+    def wait_ready(self, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc and self.proc.poll() is not None:

@@ -11,6 +11,17 @@
 
   // Reconnect quickly after a server restart; polling covers the gap meanwhile.
   htmx.config.wsReconnectDelay = (retry) => Math.min(1000 * 2 ** retry, 10000) * (0.5 + Math.random() / 2);
+  // 403/404/409/422 answers carry the fragments that explain them (someone else answered, the
+  // request closed, …), so they are swapped like a success. This is configuration, not an
+  // htmx:beforeSwap listener: the winner's push can replace a card while its post is in flight,
+  // and the events of a detached form never reach the document, so a listener missed exactly
+  // the 409 of the person who lost the race.
+  htmx.config.responseHandling = [
+    { code: "204", swap: false },
+    { code: "[23]..", swap: true },
+    { code: "40[349]|422", swap: true },
+    { code: "[45]..", swap: false, error: true },
+  ];
 
   // --- the conversation kept by the widget ------------------------------------------------------
   // In this (the iframe's) origin's localStorage. Browsers that deny storage to third-party frames
@@ -300,15 +311,8 @@
       afterUpdate();
     });
 
-    // 404/409/422 answers carry the fragments that explain them (conflict, closed request, …).
     document.addEventListener("htmx:beforeSwap", (event) => {
-      const status = event.detail.xhr.status;
-      if ([403, 404, 409, 422].includes(status)) {
-        event.detail.shouldSwap = true;
-        event.detail.isError = false;
-      } else if (status >= 500) {
-        showProblem("Something went wrong on our side. Please try again.");
-      }
+      if (event.detail.xhr.status >= 500) showProblem("Something went wrong on our side. Please try again.");
     });
 
     function showProblem(text) {

@@ -36,6 +36,12 @@ function pickDate(args, { callId }) {
   });
 }
 
+// An approval's answer in a person's words; any other answer as it was given.
+function answerWords(output) {
+  if (output && output.decision) return output.decision === "approve" ? "Approved" : "Denied";
+  return JSON.stringify(output);
+}
+
 function render(state) {
   $("status").textContent = `Run ${state.run_status || "none"} · ${state.conversation_status} · ${state.connection} · seq ${state.seq}`;
   $("status").dataset.runStatus = state.run_status || "";
@@ -47,7 +53,7 @@ function render(state) {
     const accepted = state.conflict.accepted || {};
     box.replaceChildren(
       text("strong", "Someone else already answered"),
-      text("p", `Accepted answer: ${JSON.stringify(accepted.output)}`),
+      text("p", `Accepted answer: ${answerWords(accepted.output)}`),
       text("p", `Answered by ${accepted.answered_by || "someone"}${accepted.answered_at ? ` at ${accepted.answered_at}` : ""}`),
     );
     box.hidden = false;
