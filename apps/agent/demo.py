@@ -71,15 +71,18 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
         },
         "tools": [
             {"name": "lookup_order", "kind": "server", "action": "echo", "description": "Look an order up by its id",
+             "display_name": "Order lookup", "summary": "Looking up your order {order_id}",
              "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}},
             {"name": "issue_refund", "kind": "server", "action": "webhook", "url": webhook_url, "requires_approval": True,
              "description": "Refund an amount of an order (a person approves it first)",
+             "display_name": "Refund", "summary": "Refund {amount} for order {order_id}",
              "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
                             "required": ["order_id", "amount"]}},
             {
                 "name": "pick_date",
                 "kind": "client",
                 "description": "Ask the customer for a delivery date",
+                "display_name": "Delivery date",
                 "parameters": {"type": "object", "properties": {"date": {"type": "string", "format": "date", "title": "Delivery date"}}},
             },
         ],

@@ -162,3 +162,25 @@ def answer_problem(tool: dict[str, Any], output: Any) -> str:
         if high and value > high:
             return f"{label} must be on or before {high}"
     return ""
+
+
+def progress_phrase(tool: dict[str, Any], name: str, arguments: Any = None) -> str:
+    """
+    A status line for a call under way, as people say it ("Looking up your order A-1…").
+
+    The tool's summary, filled with the call's arguments when they are known, else without its
+    placeholders; without a summary, "Using" and the tool's name in words.
+    """
+    template = tool.get("summary")
+    if isinstance(template, str) and template:
+        if isinstance(arguments, dict):
+            text = summary(tool, arguments)
+        else:
+            try:
+                text = "".join(literal for literal, _, _, _ in string.Formatter().parse(template))
+            except ValueError:
+                text = ""
+            text = re.sub(r"\s+", " ", text).strip(" ,:;-")
+        if text:
+            return text + "…"
+    return f"Using {display_name(tool, name)}…"

@@ -44,6 +44,26 @@ def parse_persona(value: object) -> Persona:
     return Persona(parts[0], parts[1], parts[2])
 
 
+def persona_name(value: str) -> str:
+    """
+    What people call a persona on a page: its external id ("alice@acme.com"), a guest by a short tag.
+
+    Anonymous visitors (`guest:<hex>`) read "Guest 3f2a", staff "<name> (staff)", an API key's own
+    identity "The application"; anything that is no persona is shown as it is.
+    """
+    try:
+        persona = parse_persona(value)
+    except InvalidPersona:
+        return value
+    if persona.provider == "guest" and not persona.scope:
+        return f"Guest {persona.external_id[:4]}"
+    if persona.provider == "staff" and not persona.scope:
+        return f"{persona.external_id} (staff)"
+    if persona.provider == "api" and not persona.scope:
+        return "The application"
+    return persona.external_id
+
+
 def check_permissions(value: object) -> list[str]:
     """
     Return permissions in their canonical order, without repeats.

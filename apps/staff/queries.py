@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from django.db.models import Count, Exists, Max, OuterRef, Q, Subquery
 
 from apps.actions.models import ActionLog
+from apps.agent import tools
 from apps.agent.models import Assistant
 from apps.api.models import ApiKey
 from apps.conversations import queries as conversation_queries
@@ -412,9 +413,11 @@ def inspect_conversation(conversation_id: str) -> dict[str, Any] | None:
     runs = list(WorkflowLog.objects.filter(conversation_id=cid).order_by("dispatched_seq"))
     usage = list(ToolUsageLog.objects.filter(conversation_id=cid).order_by("requested_at", "id"))
     action_logs = list(ActionLog.objects.filter(conversation_id=cid).order_by("started_at", "id"))
+    by_name = {t["name"]: t for t in conversation.assistant.config.get("tools", [])}
     for item in [*usage, *action_logs]:
         item.arguments_text = _pretty(item.arguments)
         item.output_text = "" if item.output is None else _pretty(item.output)
+        item.words = call_words(by_name.get(item.tool, {}), item.tool, item.arguments)
     latest = runs[-1] if runs else None
     workspace = workspace_state(conversation, run=latest)
     return {
@@ -439,6 +442,11 @@ def inspect_conversation(conversation_id: str) -> dict[str, Any] | None:
     }
 
 
+def call_words(tool: dict[str, Any], name: str, arguments: Any) -> str:
+    """What the customer's card says of a call (its tool's summary, else display name), "" when it says only the name."""
+    return tools.summary(tool, arguments) or (tools.display_name(tool, name) if tool.get("display_name") else "")
+
+
 # --- the quarantine queue -----------------------------------------------------------------------
 
 
@@ -461,6 +469,8 @@ def quarantine_queue(*, limit: int = 100) -> list[dict[str, Any]]:
         action = ambiguous.get(run.turn_id)
         if action is not None:
             action.arguments_text = _pretty(action.arguments)
+            tool = next((t for t in run.conversation.assistant.config.get("tools", []) if t["name"] == action.tool), {})
+            action.words = call_words(tool, action.tool, action.arguments)
         items.append({"run": run, "conversation": run.conversation, "assistant": run.conversation.assistant,
                       "action": action, "message": asked.get(run.turn_id, ""), "since": _since(run, action)})
     return items

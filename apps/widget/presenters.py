@@ -10,8 +10,10 @@ import nh3
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
+from apps.agent import tools
 from apps.agent.tools import DECLINED, date_bounds
 from apps.conversations import queries
+from apps.people.personas import persona_name
 
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 _TAGS = {"p", "br", "strong", "em", "code", "pre", "ul", "ol", "li", "a", "blockquote", "h1", "h2", "h3", "h4",
@@ -68,19 +70,54 @@ def describe_output(output: Any, kind: str = "") -> str:
     return json.dumps(output, sort_keys=True)
 
 
+def _capitalized(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _title(call: dict[str, Any], tool: dict[str, Any]) -> str:
+    """A card's heading in people's words: the question, the tool's summary of the call, a label, its name."""
     arguments = call["arguments"] if isinstance(call["arguments"], dict) else {}
     if call["kind"] == "question" and arguments.get("question"):
         return str(arguments["question"])
-    return arguments.get("label") or tool.get("description") or call["tool"].replace("_", " ").capitalize()
+    if worded := tools.summary(tool, arguments):
+        return worded
+    if call["kind"] != "approval" and isinstance(arguments.get("label"), str) and arguments["label"]:
+        return arguments["label"]
+    if tool.get("display_name") or call["kind"] == "approval":
+        return _capitalized(tools.display_name(tool, call["tool"]))
+    return tool.get("description") or _capitalized(tools.display_name(tool, call["tool"]))
+
+
+def progress_line(state: dict[str, Any], tools_by_name: dict[str, dict[str, Any]]) -> str:
+    """
+    The status line of an active run, as people talk: what is under way or whose turn it is.
+
+    Read from the run's state (its pending calls, the tools its latest model round called), never
+    from raw names: a tool's summary or display name says what it does.
+    """
+    pending = state["pending_client_actions"]
+    if state["run_status"] == "waiting" and pending:
+        call = pending[0]
+        if call["kind"] == "approval":
+            return "Waiting for your approval…"
+        if call["kind"] == "question":
+            return "Waiting for your answer…"
+        if tools_by_name.get(call["tool"], {}).get("answered_by") == "application":
+            return "Waiting for the application…"
+        return "Waiting for you…"
+    last = state["progress"][-1]["text"] if state["progress"] else ""
+    if last.startswith("Using "):
+        name = last.removeprefix("Using ").split(", ")[0]
+        tool = tools_by_name.get(name, {})
+        # The arguments a person just approved are the ones the tool now runs with.
+        approved = next((c["arguments"] for c in reversed(state["answered_client_actions"]) if c["tool"] == name), None)
+        return tools.progress_phrase(tool, name, approved)
+    if last == "Continuing":
+        return "Picking up where we left off…"
+    return "Working on it…"
 
 
 ACTIVE = ("running", "waiting")
-
-
-def tool_name(tool: dict[str, Any], name: str) -> str:
-    """What people call a tool: its `display_name`, else its name in words."""
-    return tool.get("display_name") or name.replace("_", " ")
 
 
 def clock_time(iso: str | None) -> str:
@@ -94,7 +131,7 @@ def clock_time(iso: str | None) -> str:
     return moment.strftime("%H:%M UTC")
 
 
-def interruption(state: dict[str, Any], tools: dict[str, dict[str, Any]]) -> dict[str, str]:
+def interruption(state: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> dict[str, str]:
     """
     What the Continue card says of an interrupted turn: why it stopped and what Continue will do.
 
@@ -109,11 +146,11 @@ def interruption(state: dict[str, Any], tools: dict[str, dict[str, Any]]) -> dic
     if state["run_status"] == "expired":
         return {"why": "Nobody answered the last request in time.", "next": "Continue asks again."}
     if confirmed is not None:
-        name = tool_name(tools.get(confirmed["tool"], {}), confirmed["tool"])
+        name = tools.display_name(by_name.get(confirmed["tool"], {}), confirmed["tool"])
         return {"why": f"It stopped while “{name}” was under way. Our team has since confirmed that it went through.",
                 "next": "Continue picks up from there without doing it again."}
     if unknown is not None:
-        name = tool_name(tools.get(unknown["tool"], {}), unknown["tool"])
+        name = tools.display_name(by_name.get(unknown["tool"], {}), unknown["tool"])
         return {"why": f"It stopped while “{name}” was under way. We are checking whether it went through, "
                        "so it was not repeated automatically.",
                 "next": f"Continue carries on from there. If “{name}” is tried again, it is sent under the same "
@@ -123,31 +160,32 @@ def interruption(state: dict[str, Any], tools: dict[str, dict[str, Any]]) -> dic
 
 def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """Add the display fields the templates need to a `conversation_state`."""
-    tools = {t["name"]: t for t in config.get("tools", [])}
+    by_name = {t["name"]: t for t in config.get("tools", [])}
     for message in state["messages"]:
         message["html"] = mark_safe(render_markdown(message["text"]))  # noqa: S308 - sanitised by nh3 above
     for call in state["pending_client_actions"]:
-        tool = tools.get(call["tool"], {})
+        tool = by_name.get(call["tool"], {})
         if call.get("reattempt_of"):
             call["reattempt_at"] = clock_time(call["reattempt_of"].get("attempted_at"))
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
         call["arguments_json"] = json.dumps(call["arguments"], sort_keys=True)
         call["answered_by_application"] = tool.get("answered_by") == "application"
         call["title"] = _title(call, tool)
+        call["display_name"] = tools.display_name(tool, call["tool"])
         call["fields"] = form_fields(tool.get("parameters", {}))
         # One field named like the card itself: the heading already says it, the label stays for screen readers.
         if len(call["fields"]) == 1 and call["fields"][0]["label"] == call["title"]:
             call["fields"][0]["label_hidden"] = True
     for call in state["answered_client_actions"]:
-        call["title"] = _title(call, tools.get(call["tool"], {}))
+        call["title"] = _title(call, by_name.get(call["tool"], {}))
         call["declined"] = call["output"] == DECLINED
         call["output_text"] = "Expired" if call["status"] == "expired" else describe_output(call["output"], call["kind"])
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
     state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed"
     state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in ("interrupted", "failed", "expired")
     if state["can_continue"]:
-        state["interruption"] = interruption(state, tools)
-    state["last_progress"] = state["progress"][-1]["text"] if state["progress"] else ""
+        state["interruption"] = interruption(state, by_name)
+    state["last_progress"] = progress_line(state, by_name) if state["active"] else ""
     # What decides whether the cards must be re-rendered: while it is unchanged a push leaves the
     # cards (and whatever the visitor is typing into them) alone.
     state["cards_key"] = "|".join(
@@ -167,7 +205,16 @@ def attribute(state: dict[str, Any], *, viewer: str) -> None:
     shared = state.get("visibility") == "shared"
     for message in state["messages"]:
         author = message.get("author") or ""
-        message["shown_author"] = author if shared and message["role"] == "user" and author != viewer else ""
+        message["shown_author"] = persona_name(author) if shared and message["role"] == "user" and author != viewer else ""
+    for call in state["answered_client_actions"]:
+        call["answered_by_name"] = answerer(call.get("answered_by") or "", viewer=viewer)
+
+
+def answerer(persona: str, *, viewer: str) -> str:
+    """Who answered a card, on its chip: "You" for the viewer, else the persona's name."""
+    if not persona:
+        return ""
+    return "You" if persona == viewer else persona_name(persona)
 
 
 def page_context(*, conversation, token: str, persona: str, embed, permissions=frozenset(), **extra: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -40,7 +41,7 @@ class TestCards:
 
         html = page(conversation).content.decode()
 
-        assert "Approved" in html and "by guest:alice" in html
+        assert "Approved" in html and re.search(r'class="by chip"><span class="visually-hidden">by </span>You<', html)
 
     def test_a_question_card_has_an_answer_field_and_submit(self, page, make_assistant, started):
         assistant = make_assistant(model={"provider": "scripted", "rules": [
@@ -216,3 +217,61 @@ class TestDecliningCards:
         assert response.status_code == 422
         assert "Delivery date must be on or before 2026-12-31" in response.content.decode()
         assert state_of(conversation)["run_status"] == "waiting"
+
+
+WORDED_TOOLS = [
+    {"name": "lookup_order", "kind": "server", "action": "echo", "summary": "Looking up your order {order_id}",
+     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}},
+    {"name": "issue_refund", "kind": "server", "action": "echo", "requires_approval": True, "display_name": "Refund",
+     "summary": "Refund {amount} for order {order_id}",
+     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}}},
+    {"name": "pick_date", "kind": "client", "parameters": {"type": "object", "properties": {"label": {"type": "string"}}}},
+]
+
+
+class TestWords:
+    def test_an_approval_card_says_the_summary_and_keeps_the_exact_arguments_under_details(self, page, make_assistant, started):
+        conversation = started("I want a refund", assistant=make_assistant(tools=WORDED_TOOLS))
+
+        html = page(conversation).content.decode()
+
+        card = html[html.index('class="card approval"'):html.index("</form>", html.index('class="card approval"'))]
+        assert '<p class="summary"><strong>Refund 20 for order A-1</strong></p>' in card
+        details = card[card.index("<details"):card.index("</details>")]
+        assert "<summary>Details</summary>" in details and "<code>issue_refund</code>" in details
+        assert json.dumps({"amount": 20, "order_id": "A-1"}, indent=2, sort_keys=True).replace('"', "&quot;") in details
+        assert 'name="reviewed_arguments" value="{&quot;amount&quot;: 20, &quot;order_id&quot;: &quot;A-1&quot;}"' in card
+
+    def test_the_status_line_says_whose_turn_it_is_in_words(self, page, make_assistant, started):
+        conversation = started("I want a refund", assistant=make_assistant(tools=WORDED_TOOLS))
+
+        html = page(conversation).content.decode()
+
+        assert "Waiting for your approval…" in html and "Waiting for approval of issue_refund" not in html
+
+    def test_a_receipt_uses_the_summary_and_says_you_for_the_viewer(self, page, make_assistant, started, answer, settle):
+        conversation = started("I want a refund", assistant=make_assistant(tools=WORDED_TOOLS))
+        paused = state_of(conversation)
+        with settle():
+            answer(conversation, paused, decision="deny", reviewed_tool="issue_refund",
+                   reviewed_arguments=json.dumps(paused["pending_client_actions"][0]["arguments"]))
+
+        html = page(conversation).content.decode()
+
+        receipt = html[html.index('class="card answered denied"'):]
+        assert '<span class="answered-title">Refund 20 for order A-1</span>' in receipt
+        assert "<strong class=\"answer\">Denied</strong>" in receipt and ">You</span>" in receipt
+
+    def test_a_receipt_names_another_persona_who_answered(self, page, make_assistant, started, clock, settle):
+        conversation = started("I want a refund", assistant=make_assistant(tools=WORDED_TOOLS))
+        paused = state_of(conversation)
+        call = paused["pending_client_actions"][0]
+        with settle():
+            actions.accept_results(conversation_id=conversation["conversation_id"], run_id=paused["run_id"], persona="shop:boss",
+                                   results=[{"call_id": call["call_id"], "output": {
+                                       "decision": "approve", "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}],
+                                   now=clock())
+
+        html = page(conversation).content.decode()
+
+        assert '<span class="visually-hidden">by </span>boss</span>' in html and "shop:boss" not in html

@@ -153,10 +153,10 @@ class TestAttribution:
         as_alice = page(started).content.decode()
         as_bob = page({**started, "token": bob}).content.decode()
 
-        assert re.search(r'class="author">guest:bob<.*?hello from bob', as_alice, re.S)
-        assert 'class="author">guest:alice<' not in as_alice
-        assert re.search(r'class="author">guest:alice<.*?hello from alice', as_bob, re.S)
-        assert 'class="author">guest:bob<' not in as_bob
+        assert re.search(r'class="author">Guest bob<.*?hello from bob', as_alice, re.S)
+        assert 'class="author">Guest alic<' not in as_alice
+        assert re.search(r'class="author">Guest alic<.*?hello from alice', as_bob, re.S)
+        assert 'class="author">Guest bob<' not in as_bob
 
     def test_a_private_transcript_names_nobody(self, page, remembering):
         html = page(remembering).content.decode()
