@@ -34,6 +34,7 @@ class CallState:
     completion: dict[str, Any] | None = None
     resolution: str = ""
     resolution_note: str = ""  # what the person who resolved a quarantine confirmed
+    resolution_visible: bool = False  # staff marked the note customer-visible: the model may be told it
     resolution_result: Any = None  # the result staff recorded with "done", as the downstream system reports it
     attempted_at: str = ""  # when its action first started
     idempotency_key: str = ""  # the key its action was sent with (a re-attempt's is its first attempt's)
@@ -112,6 +113,7 @@ def turn_state(events: list[Recorded]) -> TurnState:
         elif k == "quarantine_resolved":
             s.calls[p["call_id"]].resolution = p["resolution"]
             s.calls[p["call_id"]].resolution_note = p.get("note", "")
+            s.calls[p["call_id"]].resolution_visible = bool(p.get("customer_visible"))
             s.calls[p["call_id"]].resolution_result = p.get("result")
             s.ambiguous_call = ""
             # Done and abandon settle the outcome and end the turn: Continue goes on from the record.
@@ -159,11 +161,13 @@ def call_result(call: CallState, *, settled: bool = False) -> Any:
     """
     if call.completion is not None:
         return {"completed": call.completion["outcome"] == "completed", "reason": call.completion.get("reason", "")}
+    # A staff note reaches the model, and so the customer, only when staff marked it customer-visible.
+    note = call.resolution_note if call.resolution_visible else ""
     if call.resolution == "done" and call.finished is None:
-        done = {"status": "done", "note": call.resolution_note or "confirmed by staff after an interruption"}
+        done = {"status": "done", "note": note or "confirmed by staff after an interruption"}
         return done if call.resolution_result is None else {**done, "result": call.resolution_result}
     if call.resolution == "abandon" and call.finished is None:
-        return {"status": "abandoned", "note": call.resolution_note}
+        return {"status": "abandoned", "note": note}
     if call.answer is not None and "decision" in call.answer and call.answer["decision"] == "deny":
         return {"denied": True, "answered_by": call.answered_by}
     if call.finished is not None:

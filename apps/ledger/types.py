@@ -247,12 +247,14 @@ class TurnRetried(EventKind):
 @_kind("quarantine_resolved")
 @dataclass(frozen=True)
 class QuarantineResolved(EventKind):
-    added = ("result",)
+    added = ("result", "customer_visible")
     run_id: str
     call_id: str
     resolution: str  # done | not_done_retry | abandon
     note: str = ""
     result: Any = None  # with done: the result the downstream system reports, if staff recorded one
+    # The note may reach the customer (through the model, which is told it); unmarked, it stays with staff.
+    customer_visible: bool = False
 
 
 @_kind("conversation_completed")

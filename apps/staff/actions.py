@@ -86,7 +86,8 @@ def check_resolution(*, resolution: Any, note: Any, result: Any = "") -> tuple[s
     return resolution, note, parsed
 
 
-def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, now: datetime, result: Any = "") -> Recorded:
+def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, now: datetime, result: Any = "",
+                       customer_visible: bool = False) -> Recorded:
     """
     Record a person's resolution of a quarantined (ambiguous) turn as a signed event.
 
@@ -97,6 +98,8 @@ def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, n
     "not_done_retry" runs the action again in the same turn under the same idempotency key; the
     runner is kicked once it has committed. Done and abandon may be recorded after the customer
     continued (the record then says what the re-attempt repeated); a retry may not.
+    `customer_visible`: the note may reach the customer (the model is told it); otherwise the model
+    hears only that staff confirmed or abandoned the action, and the note stays in the log for staff.
     :raises BadInput: see `check_resolution`
     :raises NotFound: no such run
     :raises NotQuarantined: the run is not quarantined (resolved already)
@@ -120,7 +123,8 @@ def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, n
                 raise TurnMovedOn()
         recorded = store.append(
             conversation_id=str(conversation.id),
-            events=[QuarantineResolved(run_id=run.run_id, call_id=ambiguous.call_id, resolution=resolution, note=note, result=result)],
+            events=[QuarantineResolved(run_id=run.run_id, call_id=ambiguous.call_id, resolution=resolution, note=note, result=result,
+                                       customer_visible=bool(customer_visible and note))],
             turn_id=run.turn_id,
             actor=actor,
             now=now,

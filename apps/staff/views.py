@@ -195,12 +195,14 @@ def resolve(request: HttpRequest, run_id: str) -> HttpResponse:
         actions.resolve_quarantine(
             run_id=run_id, resolution=request.POST.get("resolution", ""), note=request.POST.get("note", ""),
             result=request.POST.get("result", ""), actor=actions.staff_identity(request.user), now=timezone.now(),
+            customer_visible=request.POST.get("customer_visible") == "1",
         )
     except WaypointError as exc:
         items = queries.quarantine_queue()
         return render(request, "staff/quarantine.html",
                       {"items": items, "resolutions": actions.RESOLUTIONS, "error_run": run_id, "error": exc.message,
-                       "note": request.POST.get("note", ""), "result": request.POST.get("result", "")}, status=exc.status)
+                       "note": request.POST.get("note", ""), "result": request.POST.get("result", ""),
+                       "customer_visible": request.POST.get("customer_visible") == "1"}, status=exc.status)
     label = actions.RESOLUTIONS[request.POST["resolution"]].lower()
     messages.success(request, f"Run {run_id}: {label} — recorded as {actions.staff_identity(request.user)}.")
     return redirect(_next_url(request) if request.POST.get("next") else "staff:quarantine")

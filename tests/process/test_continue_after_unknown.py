@@ -145,7 +145,7 @@ def test_marked_done_by_staff_then_continue_sends_nothing_again_and_replies_with
 
     assert d.keys() == [first_key]
     assert d.rows.messages(d.cid)[-1]["text"] == (
-        'Refund issued: {"note": "R-1 exists in the shop", "result": {"refund_id": "R-1"}, "status": "done"}.')
+        'Refund issued: {"note": "confirmed by staff after an interruption", "result": {"refund_id": "R-1"}, "status": "done"}.')
     assert not [e for e in d.rows.events(d.cid) if e["turn_id"] == again and e["kind"] == "action_started"]
     checked = d.checked()
     assert checked["replay"]["ok"] and checked["verify"]["ok"]

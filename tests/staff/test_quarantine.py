@@ -15,8 +15,8 @@ from tests.staff.conftest import state
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
-def resolve(client, run_id, resolution, note="", result=""):
-    return client.post(reverse("staff:resolve", args=[run_id]), {"resolution": resolution, "note": note, "result": result})
+def resolve(client, run_id, resolution, note="", result="", **extra):
+    return client.post(reverse("staff:resolve", args=[run_id]), {"resolution": resolution, "note": note, "result": result, **extra})
 
 
 def resolution_event(conversation_id):
@@ -36,6 +36,37 @@ class TestTheQueue:
         assert f"{q['turn_id']}:{q['call_id']}" in page  # the idempotency key
         assert "&quot;order_id&quot;: &quot;A-1&quot;" in page  # the arguments
         assert "I want a refund for order A-1" in page
+
+
+class TestCustomerVisibleNotes:
+    def test_the_checkbox_is_off_by_default(self, staff_client, quarantined):
+        quarantined()
+
+        page = staff_client.get(reverse("staff:quarantine")).content.decode()
+
+        assert 'name="customer_visible" value="1">' in page and "The customer may see this note" in page
+
+    def test_a_note_marked_customer_visible_is_recorded_so_and_reaches_the_reply(self, staff_client, quarantined, receiver, clock):
+        q = quarantined()
+
+        resolve(staff_client, q["run_id"], "done", "Refund R-77 is on its way to your card", result='{"refund_id": "R-77"}',
+                customer_visible="1")
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+
+        assert json.loads(resolution_event(q["conversation_id"]).payload)["customer_visible"] is True
+        assert "Refund R-77 is on its way to your card" in state(q["conversation_id"])["messages"][-1]["text"]
+        assert replay.replay(q["conversation_id"]).ok
+
+    def test_an_abandoned_turns_note_stays_with_staff(self, staff_client, quarantined, clock):
+        q = quarantined()
+
+        resolve(staff_client, q["run_id"], "abandon", "customer is known for chargebacks")
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+
+        assert "customer_visible" not in json.loads(resolution_event(q["conversation_id"]).payload)
+        assert all("chargebacks" not in m["text"] for m in state(q["conversation_id"])["messages"])
 
 
 class TestMarkAsDone:
@@ -66,8 +97,9 @@ class TestMarkAsDone:
 
         after = state(q["conversation_id"])
         assert after["run_status"] == "completed"
+        # The note was not marked customer-visible: the model hears only that staff confirmed it.
         assert after["messages"][-1]["text"] == (
-            'Refund issued: {"note": "Refund R-77 went through (checked in the shop)", "result": {"refund_id": "R-77"}, '
+            'Refund issued: {"note": "confirmed by staff after an interruption", "result": {"refund_id": "R-77"}, '
             '"status": "done"}.')
         assert receiver.deliveries == []  # nothing was sent again
         assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok

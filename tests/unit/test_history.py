@@ -49,9 +49,9 @@ class Log:
         return self.add(turn_id, t.TurnAmbiguous(run_id=f"run-{turn_id}", call_id=call_id, tool=tool,
                                                  idempotency_key=f"{turn_id}:{call_id}"))
 
-    def resolved(self, turn_id: str, call_id: str, resolution: str, note: str = "", result=None) -> Log:
+    def resolved(self, turn_id: str, call_id: str, resolution: str, note: str = "", result=None, *, visible: bool = False) -> Log:
         return self.add(turn_id, t.QuarantineResolved(run_id=f"run-{turn_id}", call_id=call_id, resolution=resolution,
-                                                      note=note, result=result), actor="staff:ops")
+                                                      note=note, result=result, customer_visible=visible), actor="staff:ops")
 
     def build(self, **kwargs) -> history.History:
         return history.build(self.entries, **kwargs)
@@ -174,13 +174,20 @@ class TestMemory:
 
 class TestStaffResolutions:
     def test_done_is_the_outcome_with_the_result_staff_recorded_and_settles_the_attempt(self):
-        h = interrupted_refund().resolved("T1", "call_1_1", "done", "checked in the shop", {"refund_id": "R-77"}).build()
+        h = interrupted_refund().resolved("T1", "call_1_1", "done", "checked in the shop", {"refund_id": "R-77"}, visible=True).build()
 
         assert only_result(h) == {"status": "done", "note": "checked in the shop", "result": {"refund_id": "R-77"}}
         assert h.unknown == {}
 
+    def test_a_note_not_marked_customer_visible_never_reaches_the_model(self):
+        done = interrupted_refund().resolved("T1", "call_1_1", "done", "refunded twice by mistake", {"refund_id": "R-77"}).build()
+        abandoned = interrupted_refund().resolved("T1", "call_1_1", "abandon", "known for chargebacks").build()
+
+        assert only_result(done) == {"status": "done", "note": "confirmed by staff after an interruption", "result": {"refund_id": "R-77"}}
+        assert only_result(abandoned) == {"status": "abandoned", "note": ""}
+
     def test_abandon_is_an_abandoned_outcome_and_settles_the_attempt(self):
-        h = interrupted_refund().resolved("T1", "call_1_1", "abandon", "customer called").build()
+        h = interrupted_refund().resolved("T1", "call_1_1", "abandon", "customer called", visible=True).build()
 
         assert only_result(h) == {"status": "abandoned", "note": "customer called"}
         assert h.turns[0].status == "abandoned" and h.unknown == {}
