@@ -5,6 +5,14 @@ Each customer starts its conversation with the home page form on one server, wat
 websocket on another (so every push crosses processes through Redis), sends its next messages with
 the customer page form and waits for each reply on its socket. Used by `make bench` (200 customers)
 and by tests/reliability (20). Only loopback addresses are used; every wait has a deadline.
+
+Two ways to be a customer:
+- the JSON socket (`format=json`) and plain form posts, each socket's last state compared with the
+  database at the end;
+- the page path (`page=True`), what a browser on the customer page does: the conversation page
+  is loaded, its socket is the page's (`format=html`), each message is sent as htmx sends it
+  (with the page's `expected_seq`), and a reply counts once its `<li>` has arrived. Any app with
+  that page shape can be driven so; `make bench` drives Waypoint and the floor app (bench/floor).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ CONNECT_ATTEMPTS = 5
 # machine may when hundreds arrive in the same instant; pages reconnect, and so do these customers.
 HANDSHAKES = 16
 IN_FLIGHT = 24  # HTTP requests in flight per server
+CONFLICT_RETRIES = 3
 
 
 @dataclass
@@ -42,6 +51,10 @@ class Customer:
     turn_seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    # The page path: the message `<li>` ids shown so far, by role, and the page's expected_seq.
+    shown: dict[str, set[str]] = field(default_factory=lambda: {"user": set(), "assistant": set()})
+    expected_seq: str | None = None
+    conflicts: int = 0
 
 
 @dataclass
@@ -54,6 +67,7 @@ class LoadReport:
     turn_seconds: list[float]
     pushes: int
     reconnects: int = 0
+    conflicts: int = 0  # sends answered 409 (sent again after the next push, as a person would)
 
     @property
     def turns_per_second(self) -> float:
@@ -80,9 +94,31 @@ async def _watch(customer: Customer, socket) -> None:
         customer.changed.set()
 
 
+MESSAGE_LI = re.compile(r'<li id="message-([^"]+)" class="message (user|assistant)\b')
+SEQ = re.compile(r'data-seq="(\d+)"')
+EXPECTED_SEQ = re.compile(r'name="expected_seq" value="(\d+)"')
+
+
+def _read_page(customer: Customer, html: str) -> None:
+    """Take in what a page or an HTML push shows: its message `<li>`s and its head seq."""
+    for message_id, role in MESSAGE_LI.findall(html):
+        customer.shown[role].add(message_id)
+    if seq := SEQ.findall(html):
+        customer.last_seq = max(customer.last_seq, int(seq[-1]))
+        if customer.expected_seq is not None:
+            customer.expected_seq = str(customer.last_seq)  # as page.js updates the form's expected_seq
+
+
+async def _watch_page(customer: Customer, socket) -> None:
+    async for raw in socket:
+        _read_page(customer, raw)
+        customer.pushes += 1
+        customer.changed.set()
+
+
 async def _until(customer: Customer, predicate, *, what: str) -> bool:
     deadline = time.monotonic() + REPLY_TIMEOUT
-    while not predicate(customer.last_state):
+    while not predicate(customer):
         left = deadline - time.monotonic()
         if left <= 0:
             customer.errors.append(f"customer {customer.index}: timed out waiting for {what}")
@@ -94,7 +130,11 @@ async def _until(customer: Customer, predicate, *, what: str) -> bool:
 
 
 def _replied(count: int):
-    return lambda s: len(s.get("messages", [])) >= count and s.get("run_status") == "completed"
+    return lambda c: len(c.last_state.get("messages", [])) >= count and c.last_state.get("run_status") == "completed"
+
+
+def _page_replied(count: int):
+    return lambda c: len(c.shown["assistant"]) >= count // 2
 
 
 async def _open_socket(customer: Customer, url: str, origin: str, gate: asyncio.Semaphore):
@@ -102,7 +142,8 @@ async def _open_socket(customer: Customer, url: str, origin: str, gate: asyncio.
     for attempt in range(CONNECT_ATTEMPTS):
         try:
             async with gate:
-                return await websockets.connect(url, origin=origin, open_timeout=30, max_size=None)
+                # No pings from this end: a browser sends none either (Daphne pings, and it is answered).
+                return await websockets.connect(url, origin=origin, open_timeout=30, max_size=None, ping_interval=None)
         except (OSError, websockets.exceptions.InvalidHandshake, websockets.exceptions.InvalidMessage, TimeoutError) as exc:
             customer.reconnects += 1
             last = exc
@@ -111,9 +152,51 @@ async def _open_socket(customer: Customer, url: str, origin: str, gate: asyncio.
     return None
 
 
+async def _watching(customer: Customer, socket, *, url: str, origin: str, gate: asyncio.Semaphore, page: bool) -> None:
+    """Watch the customer's socket; on the page path, open it again when the server closes it, as page.js does."""
+    while True:
+        async with socket:
+            with contextlib.suppress(websockets.exceptions.ConnectionClosed):
+                await (_watch_page if page else _watch)(customer, socket)
+        if not page:
+            return
+        customer.reconnects += 1
+        await asyncio.sleep(0.5)
+        socket = await _open_socket(customer, url, origin, gate)
+        if socket is None:
+            return
+
+
+async def _send(customer: Customer, posts: httpx.AsyncClient, text: str, *, page: bool) -> bool:
+    """Send one message as the page's form does; False (and why, in `errors`) if it was refused."""
+    url = f"/c/{customer.conversation_id}/send"
+    for _ in range(CONFLICT_RETRIES + 1):
+        data = {"token": customer.token, "message": text}
+        if not page:
+            response = await posts.post(url, data=data)
+            if response.status_code == 302:
+                return True
+        else:
+            if customer.expected_seq is not None:
+                data["expected_seq"] = customer.expected_seq
+            seen = customer.last_seq
+            response = await posts.post(url, data=data, headers={"HX-Request": "true"})
+            if response.status_code in (200, 204):
+                _read_page(customer, response.text)  # htmx swaps what the reply carries into the page
+                return True
+            if response.status_code == 409:
+                # "New messages arrived while you were typing": the person reads them and sends again.
+                customer.conflicts += 1
+                await _until(customer, lambda c, seen=seen: c.last_seq > seen, what="the push after a conflict")
+                continue
+        break
+    customer.errors.append(f"customer {customer.index}: send answered {response.status_code}")
+    return False
+
+
 async def _customer(customer: Customer, *, posts: httpx.AsyncClient, watch_url: str, origin: str, assistant_id: str,
                     csrf: str, turns: int, message: str, gate: asyncio.Semaphore, everyone_done: asyncio.Event,
-                    converged: asyncio.Event) -> None:
+                    converged: asyncio.Event, page: bool) -> None:
     began = time.perf_counter()
     response = await posts.post("/start", data={"assistant": assistant_id, "message": f"{message} #{customer.index}.0",
                                                 "csrfmiddlewaretoken": csrf})
@@ -123,34 +206,39 @@ async def _customer(customer: Customer, *, posts: httpx.AsyncClient, watch_url: 
     location = urlsplit(response.headers["location"])
     customer.conversation_id = location.path.rstrip("/").split("/")[-1]
     customer.token = parse_qs(location.query)["token"][0]
-    url = f"{watch_url}/ws/conversations/{customer.conversation_id}/?token={customer.token}&format=json"
+    replied = _page_replied if page else _replied
+    if page:
+        shown = await posts.get(response.headers["location"])
+        if shown.status_code != 200:
+            customer.errors.append(f"customer {customer.index}: the conversation page answered {shown.status_code}")
+            return
+        if found := EXPECTED_SEQ.search(shown.text):
+            customer.expected_seq = found.group(1)
+        _read_page(customer, shown.text)
+    url = f"{watch_url}/ws/conversations/{customer.conversation_id}/?token={customer.token}&format={'html' if page else 'json'}"
     socket = await _open_socket(customer, url, origin, gate)
     if socket is None:
         return
-    async with socket:
-        watcher = asyncio.create_task(_watch(customer, socket))
-        try:
-            if not await _until(customer, _replied(2), what="the first reply"):
+    watcher = asyncio.create_task(_watching(customer, socket, url=url, origin=origin, gate=gate, page=page))
+    try:
+        if not await _until(customer, replied(2), what="the first reply"):
+            return
+        customer.turn_seconds.append(time.perf_counter() - began)
+        for turn in range(1, turns):
+            began = time.perf_counter()
+            if not await _send(customer, posts, f"{message} #{customer.index}.{turn}", page=page):
+                return
+            if not await _until(customer, replied(2 * (turn + 1)), what=f"the reply to turn {turn}"):
                 return
             customer.turn_seconds.append(time.perf_counter() - began)
-            for turn in range(1, turns):
-                began = time.perf_counter()
-                response = await posts.post(
-                    f"/c/{customer.conversation_id}/send",
-                    data={"token": customer.token, "message": f"{message} #{customer.index}.{turn}"},
-                )
-                if response.status_code != 302:
-                    customer.errors.append(f"customer {customer.index}: send answered {response.status_code}")
-                    return
-                if not await _until(customer, _replied(2 * (turn + 1)), what=f"the reply to turn {turn}"):
-                    return
-                customer.turn_seconds.append(time.perf_counter() - began)
-            # Keep watching until every customer is done, so each socket's last state can be
-            # compared with the database once nothing moves any more.
-            await everyone_done.wait()
-            await converged.wait()
-        finally:
-            watcher.cancel()
+        # Keep watching until every customer is done, so each socket's last state can be
+        # compared with the database once nothing moves any more.
+        await everyone_done.wait()
+        await converged.wait()
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
 
 
 def _database_truth(database_url: str, conversation_ids: list[str]) -> dict[str, tuple[int, list[str], str]]:
@@ -187,11 +275,13 @@ async def _converge(people: list[Customer], database_url: str, *, seconds: float
 
 
 async def run_load(*, servers: list[str], database_url: str, assistant_id: str, customers: int, turns: int,
-                   message: str = "where is my order") -> LoadReport:
+                   message: str = "where is my order", page: bool = False) -> LoadReport:
     """
     Run `customers` customers of `turns` turns each; customer i posts to server i and watches on server i+1.
 
-    `servers` are base URLs (http://127.0.0.1:PORT). Returns what went wrong, never raises for it.
+    `servers` are base URLs (http://127.0.0.1:PORT). `page`: the page path (the module's docstring);
+    its sockets are not compared with a database (`database_url` is unused), each customer's page
+    must have shown all its messages. Returns what went wrong, never raises for it.
     """
     people = [Customer(index=i) for i in range(customers)]
     # Each request in flight holds a PostgreSQL connection in its Daphne process for as long as it
@@ -211,13 +301,13 @@ async def run_load(*, servers: list[str], database_url: str, assistant_id: str, 
             watch = servers[watch_at].replace("http://", "ws://")
             jobs.append(_customer(person, posts=clients[post_at], watch_url=watch, origin=servers[watch_at],
                                   assistant_id=assistant_id, csrf=tokens[post_at], turns=turns, message=message, gate=gate,
-                                  everyone_done=everyone_done, converged=converged))
+                                  everyone_done=everyone_done, converged=converged, page=page))
         tasks = [asyncio.create_task(job) for job in jobs]
         running = asyncio.gather(*tasks, return_exceptions=True)
         await _all_turns_done(people, tasks, turns)
         seconds = time.perf_counter() - began
         everyone_done.set()
-        truth = await _converge(people, database_url)
+        truth = {} if page else await _converge(people, database_url)
         converged.set()
         outcomes = await running
     finally:
@@ -228,6 +318,11 @@ async def run_load(*, servers: list[str], database_url: str, assistant_id: str, 
     lost = []
     started = [p for p in people if p.conversation_id]
     for p in started:
+        if page:
+            if len(p.shown["user"]) != turns or len(p.shown["assistant"]) != turns:
+                lost.append(f"customer {p.index}: the page showed {len(p.shown['user'])} messages of the customer's and "
+                            f"{len(p.shown['assistant'])} replies, expected {turns} each")
+            continue
         head, texts, last_kind = truth[p.conversation_id]
         shown = [m["text"] for m in p.last_state.get("messages", [])]
         if p.last_seq != head or shown != texts:
@@ -238,5 +333,5 @@ async def run_load(*, servers: list[str], database_url: str, assistant_id: str, 
     return LoadReport(
         customers=customers, turns=sum(len(p.turn_seconds) for p in people), seconds=seconds, errors=errors, lost=lost,
         turn_seconds=[s for p in people for s in p.turn_seconds], pushes=sum(p.pushes for p in people),
-        reconnects=sum(p.reconnects for p in people),
+        reconnects=sum(p.reconnects for p in people), conflicts=sum(p.conflicts for p in people),
     )

@@ -36,8 +36,12 @@ def is_postgres() -> bool:
 class ServerDatabase:
     """A database of its own for server processes, created empty and migrated, dropped at the end."""
 
-    def __init__(self, label: str, *, cluster: str | None = None):
-        """`cluster`: the URL of another PostgreSQL cluster to make it in (an `OwnPostgres`), else the suite's."""
+    def __init__(self, label: str, *, cluster: str | None = None, settings: str = "config.settings"):
+        """
+        `cluster`: the URL of another PostgreSQL cluster to make it in (an `OwnPostgres`), else the suite's.
+
+        `settings`: the Django settings module whose migrations make its tables (bench/floor has its own).
+        """
         self.label = f"wp_{label}_{uuid.uuid4().hex[:8]}"
         self.tmp = tempfile.TemporaryDirectory(prefix="waypoint-")
         self.cluster = cluster or base_database_url()
@@ -61,6 +65,7 @@ class ServerDatabase:
             "WAYPOINT_LEASE_SECONDS": "3",
             "WAYPOINT_RECOVERY_INTERVAL_SECONDS": "0.5",
             "PYTHONUNBUFFERED": "1",
+            "DJANGO_SETTINGS_MODULE": settings,
         }
         self.manage("migrate", "--noinput", "-v0")
 
@@ -94,7 +99,12 @@ class OwnPostgres:
     tests run as root (PostgreSQL refuses to run as root).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False, settings: tuple[str, ...] = ()) -> None:
+        """
+        `durable`: fsync on, as a production server (off by default: tests restart it, they do not time it).
+
+        `settings`: further `name=value` server settings.
+        """
         import pwd
 
         found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
@@ -103,6 +113,7 @@ class OwnPostgres:
         self.bin = found[-1].parent
         self.dir = Path(tempfile.mkdtemp(prefix="waypoint-pg-"))
         self.data, self.port = self.dir / "data", free_port()
+        self.options = ["listen_addresses=127.0.0.1", *([] if durable else ["fsync=off"]), *settings]
         self.as_user: list[str] = []
         if os.geteuid() == 0:
             user = pwd.getpwnam("postgres")
@@ -119,7 +130,7 @@ class OwnPostgres:
         subprocess.run([*self.as_user, str(self.bin / tool), *args], check=True, capture_output=True, timeout=120)
 
     def _ctl(self, action: str, *args: str) -> None:
-        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options = f"-p {self.port} -k {self.dir} " + " ".join(f"-c {o}" for o in self.options)
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "log"), "-o", options, "-w", *args, action)
 
     def start(self) -> None:
@@ -171,8 +182,10 @@ class OwnRedis:
 class DaphneServer:
     """One real Daphne process serving Waypoint; `kill()` is a SIGKILL, nothing is cleaned up."""
 
-    def __init__(self, database: ServerDatabase, *, env: dict | None = None, port: int | None = None):
+    def __init__(self, database: ServerDatabase, *, env: dict | None = None, port: int | None = None,
+                 app: str = "config.asgi:application"):
         self.database = database
+        self.app = app
         self.port = port or free_port()
         self.extra_env = env or {}
         self.proc: subprocess.Popen | None = None
@@ -186,7 +199,7 @@ class DaphneServer:
         environment = {**os.environ, **self.database.env, **self.extra_env, **(env or {})}
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"],
+            [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), self.app],
             cwd=ROOT, env=environment, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         if wait:

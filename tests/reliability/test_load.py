@@ -1,6 +1,8 @@
 """
 A small loopback load: 20 customers doing turns on 2 Daphne processes joined by Redis, each posting
 to one process and watching its conversation over a websocket on the other (`make bench` runs 200).
+Then a few customers on the page path (page, htmx sends, the page's HTML socket), on Waypoint and
+on the floor app `make bench` compares it with (bench/floor).
 """
 
 import asyncio
@@ -19,26 +21,34 @@ CUSTOMERS, TURNS = 20, 2
 REDIS = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 
+ENV = {"REDIS_URL": REDIS, "WAYPOINT_RATE_LIMIT_PER_IP": "0", "WAYPOINT_RATE_LIMIT_PER_CREDENTIAL": "0"}
+
+
 @pytest.fixture(scope="module")
-def report():
+def waypoint():
     database = ServerDatabase("load")
     text = json.dumps(BENCH_CONFIG)
     out = database.manage(
         "shell", "-c", f"import json; from apps.agent.actions import create_assistant; print(create_assistant(config=json.loads({text!r})).id)"
     )
-    env = {"REDIS_URL": REDIS, "WAYPOINT_RATE_LIMIT_PER_IP": "0", "WAYPOINT_RATE_LIMIT_PER_CREDENTIAL": "0"}
-    servers = [DaphneServer(database, env=env) for _ in range(2)]
+    servers = [DaphneServer(database, env=ENV) for _ in range(2)]
     try:
         for server in servers:
             server.start(wait=False)
         for server in servers:
             server.wait_ready(timeout=60)
-        yield asyncio.run(run_load(servers=[s.url for s in servers], database_url=database.url,
-                                   assistant_id=out.strip().splitlines()[-1], customers=CUSTOMERS, turns=TURNS))
+        yield database, [s.url for s in servers], out.strip().splitlines()[-1]
     finally:
         for server in servers:
             server.stop()
         database.drop()
+
+
+@pytest.fixture(scope="module")
+def report(waypoint):
+    database, urls, assistant_id = waypoint
+    return asyncio.run(run_load(servers=urls, database_url=database.url, assistant_id=assistant_id,
+                                customers=CUSTOMERS, turns=TURNS))
 
 
 class TestLoopbackLoad:
@@ -50,3 +60,27 @@ class TestLoopbackLoad:
 
     def test_every_socket_converges_to_the_stored_state(self, report):
         assert report.lost == []
+
+
+class TestThePagePath:
+    def test_every_reply_arrives_on_the_page_socket_as_its_li(self, waypoint):
+        database, urls, assistant_id = waypoint
+
+        report = asyncio.run(run_load(servers=urls, database_url=database.url, assistant_id=assistant_id,
+                                      customers=4, turns=TURNS, page=True))
+
+        assert (report.errors, report.lost, report.turns) == ([], [], 4 * TURNS)
+
+    def test_the_floor_app_serves_the_same_load(self):
+        database = ServerDatabase("floor", settings="bench.floor.settings")
+        server = DaphneServer(database, env=ENV, app="bench.floor.asgi:application")
+        try:
+            server.start(wait=False).wait_ready(timeout=60)
+
+            report = asyncio.run(run_load(servers=[server.url], database_url=database.url, assistant_id="",
+                                          customers=4, turns=TURNS, page=True))
+        finally:
+            server.stop()
+            database.drop()
+
+        assert (report.errors, report.lost, report.turns) == ([], [], 4 * TURNS)
