@@ -6,7 +6,6 @@ import json
 import logging
 import time
 import weakref
-from functools import partial
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -18,8 +17,8 @@ from django.template.loader import render_to_string
 from apps.conversations import broadcast, queries, tokens
 from apps.conversations.broadcast import group_name
 from apps.ops import limits
+from apps.widget import pushes
 from apps.widget.framing import Embed, make_embed
-from apps.widget.presenters import page_context
 
 # The close code of a socket whose token was revoked or expired: the page and the SDK stop
 # reconnecting and say the link no longer works.
@@ -32,7 +31,7 @@ TRY_AGAIN_LATER = 4503
 log = logging.getLogger(__name__)
 
 DATABASE_ERRORS = (OperationalError, InterfaceError)
-_TOKEN_GONE = -1  # what _render answers for a token that no longer resolves (no seq is negative)
+_TOKEN_GONE = object()  # what _render answers for a token that no longer resolves
 
 
 class LayerHealth:
@@ -97,35 +96,14 @@ class LayerHealth:
 layer_health = LayerHealth()
 
 
-# Daphne closes a socket (1011) on a message over 1 MiB; a push stays below, with room to spare.
-MAX_PUSH_BYTES = 900_000
-
-
-def _within_limit(render, state: dict) -> str:
-    """
-    Render a push no larger than MAX_PUSH_BYTES: the whole state, or its latest messages.
-
-    A long conversation's full transcript can exceed what one socket message may carry; the push
-    then holds the latest messages and says how many earlier ones it leaves out
-    (`earlier_messages`), which the page shows as a link to the whole conversation.
-    """
-    text = render()
-    messages = state["messages"]
-    keep = len(messages)
-    while len(text.encode()) > MAX_PUSH_BYTES and keep > 1:
-        keep //= 2
-        state["messages"], state["earlier_messages"] = messages[-keep:], len(messages) - keep
-        text = render()
-    return text
-
-
 class ConversationConsumer(AsyncWebsocketConsumer):
     """
     Pushes a conversation's state to one open client on every commit.
 
     `format=html` gets the page's out-of-band fragments (htmx ws extension); otherwise a JSON
-    `state` message. Pushes carry the whole current state read from the database, so a dropped
-    message is repaired by the next one and a reconnect with `after_seq` catches up.
+    `state` message. The first push (and a resync) is the whole state; each later one what changed
+    since the head this socket was sent last, read from the database, so a dropped group message is
+    repaired by the next push and a reconnect with `after_seq` catches up (see pushes.py).
     """
 
     async def __call__(self, scope, receive, send):
@@ -177,6 +155,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         self.permissions = grant.permissions
         self.token_id = grant.token_id
         self.last_sent = -1
+        self.shown: pushes.Shown | None = None  # what this socket's client shows; None: send the whole state
+        self.viewer: pushes.Viewer | None = None
         self.draft_shown = False
         if not layer_health.healthy or not await self._joined():
             await self.accept()
@@ -184,7 +164,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             return
         await self.accept()
         layer_health.watch(self)
-        await self.push()
+        await self.push(whole=True)
 
     async def _joined(self) -> bool:
         """Join the conversation's group; False when the channel layer cannot be reached."""
@@ -218,7 +198,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         if grant is None or grant.token_id != self.token_id:
             await self._revoked()
             return
-        await self.push()
+        await self.push(whole=True)
 
     async def tokens_revoked(self, event: dict) -> None:
         if self.token_id in event.get("token_ids", ()):
@@ -233,7 +213,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     async def state_changed(self, event: dict) -> None:
         # A shown draft is withdrawn by the next state push, even one this client has seen.
         if event.get("seq", 0) > self.last_sent or self.draft_shown:
-            await self.push()
+            await self.push(announced=event.get("seq", 0))
 
     async def draft_changed(self, event: dict) -> None:
         if getattr(self, "revoked", False) or event.get("after_seq", 0) < self.last_sent:
@@ -244,38 +224,50 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         else:
             await self.send(text_data=json.dumps({"type": "draft", "run_id": event["run_id"], "text": event["text"]}))
 
-    async def push(self) -> None:
+    async def push(self, *, whole: bool = False, announced: int = 0) -> None:
         if getattr(self, "revoked", False):
             return
         # Not thread-sensitive: pushes to many sockets render in parallel, not on one shared thread.
-        text, seq = await database_sync_to_async(self._render, thread_sensitive=False)()
-        if seq == _TOKEN_GONE:
+        push = await database_sync_to_async(self._render, thread_sensitive=False)(whole, announced)
+        if push is _TOKEN_GONE:
             await self._revoked()
             return
-        if text is None:
+        if push is None:
             await self.close(code=4404)
             return
-        self.last_sent = seq
+        self.last_sent, self.shown = push.shown.seq, push.shown
         self.draft_shown = False
-        await self.send(text_data=text)
+        await self.send(text_data=push.text)
 
-    def _render(self) -> tuple[str | None, int]:
+    def _render(self, whole: bool, announced: int):
         # Every push checks the token (one statement): a revocation whose push was lost, or that
         # committed while this socket was joining, still stops what it is sent.
         grant = tokens.resolve(self.token)
         if grant is None or grant.token_id != self.token_id:
-            return None, _TOKEN_GONE
-        conversation = queries.conversation_for(self.conversation_id)
-        if conversation is None:
-            return None, 0
+            return _TOKEN_GONE
+        if whole or self.shown is None:
+            # A whole state is named by the head it starts from, so reconnecting tabs share it too.
+            announced = queries.conversation_head(self.conversation_id)
+            if announced is None:
+                return None
+            since = None
+        else:
+            since = self.shown
+        load = self._conversation
         if self.format == "html":
-            context = page_context(conversation=conversation, token=self.token, persona=self.persona,
-                                   permissions=self.permissions, embed=self._embed(conversation))
-            render = partial(render_to_string, "widget/live.html", context)
-            return _within_limit(render, context["state"]), context["state"]["seq"]
-        state = queries.conversation_state(conversation, after_seq=self.after_seq)
-        render = partial(lambda s: json.dumps({"type": "state", "seq": s["seq"], "state": s}), state)
-        return _within_limit(render, state), state["seq"]
+            return pushes.html(self.conversation_id, viewer=self._viewer(), since=since, announced=announced, load=load)
+        after = self.after_seq if since is None else since.seq
+        return pushes.state_json(self.conversation_id, after=after, announced=announced, load=load)
+
+    def _conversation(self):
+        return queries.conversation_for(self.conversation_id)
+
+    def _viewer(self) -> pushes.Viewer:
+        if self.viewer is None:
+            conversation = self._conversation()
+            self.viewer = pushes.Viewer(token=self.token, persona=self.persona, permissions=frozenset(self.permissions),
+                                        embed=self._embed(conversation) if conversation else None)
+        return self.viewer
 
     def _embed(self, conversation) -> Embed | None:
         """The same embedding the page was rendered with (it only shapes links, never grants anything)."""

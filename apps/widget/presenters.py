@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +34,83 @@ def render_markdown(text: str) -> str:
         # Inside the widget iframe a link must not replace the chat; a new tab is right on the page too.
         set_tag_attribute_values={"a": {"target": "_blank"}},
     )
+
+
+class Bounded:
+    """
+    A process's least-recently-used cache, bounded by the total size of what it holds; thread-safe.
+
+    `once` makes a missing value once for everyone who asks at the same time: the sockets of one
+    conversation all ask for the same push at the same moment.
+    """
+
+    def __init__(self, *, max_size: int, size=len):
+        self.max_size, self.size = max_size, size
+        self.held: OrderedDict = OrderedDict()
+        self.total = 0
+        self.made = 0  # how many values were made rather than found
+        self.guard = threading.Lock()
+        self.making: dict = {}  # key -> the Event its maker sets when done
+
+    def get(self, key):
+        with self.guard:
+            if key in self.held:
+                self.held.move_to_end(key)
+                return self.held[key]
+        return None
+
+    def put(self, key, value) -> None:
+        size = self.size(value)
+        if size > self.max_size:
+            return
+        with self.guard:
+            if key in self.held:
+                self.total -= self.size(self.held.pop(key))
+            self.held[key] = value
+            self.total += size
+            while self.total > self.max_size:
+                _, dropped = self.held.popitem(last=False)
+                self.total -= self.size(dropped)
+
+    def once(self, key, make):
+        """The value for `key`, made by `make()` unless it is held or being made; None is never held."""
+        while True:
+            with self.guard:
+                if key in self.held:
+                    self.held.move_to_end(key)
+                    return self.held[key]
+                making = self.making.get(key)
+                if making is None:
+                    making = self.making[key] = threading.Event()
+                    break
+            # Someone else makes it: wait, then look again (if they failed, the next one makes it).
+            making.wait(timeout=30)
+        try:
+            value = make()
+            self.made += 1
+            if value is not None:
+                self.put(key, value)
+            return value
+        finally:
+            with self.guard:
+                self.making.pop(key, None)
+            making.set()
+
+
+# A committed message never changes, so its sanitised markdown is rendered once per process.
+# Keyed by message id; the text is kept beside it and compared, so a reused id can never show
+# another text's rendering.
+_rendered = Bounded(max_size=8_000_000, size=lambda pair: len(pair[0]) + len(pair[1]))
+
+
+def message_html(message_id: str, text: str) -> str:
+    """`render_markdown(text)` of a committed message, from the cache when it was rendered before."""
+    held = _rendered.get(message_id)
+    if held is not None and held[0] == text:
+        return held[1]
+    html = render_markdown(text)
+    _rendered.put(message_id, (text, html))
+    return html
 
 
 _INPUT_TYPES = {"date": "date", "email": "email", "uri": "url", "date-time": "datetime-local"}
@@ -162,7 +241,7 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """Add the display fields the templates need to a `conversation_state`."""
     by_name = {t["name"]: t for t in config.get("tools", [])}
     for message in state["messages"]:
-        message["html"] = mark_safe(render_markdown(message["text"]))  # noqa: S308 - sanitised by nh3 above
+        message["html"] = mark_safe(message_html(message["id"], message["text"]))  # noqa: S308 - sanitised by nh3
     for call in state["pending_client_actions"]:
         tool = by_name.get(call["tool"], {})
         if call.get("reattempt_of"):
@@ -196,18 +275,22 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     return state
 
 
-def attribute(state: dict[str, Any], *, viewer: str) -> None:
+def attributed(state: dict[str, Any], *, viewer: str) -> dict[str, Any]:
     """
-    Name the author of each user message that the viewer did not write, in a shared conversation.
+    A copy of `state` that names, for `viewer`, the author of each user message they did not write
+    (in a shared conversation) and who answered each card.
 
-    A private conversation has one writer, so naming it would only repeat "you".
+    A private conversation has one writer, so naming it would only repeat "you". A copy: one
+    state read is shared by the pushes of every viewer of the conversation.
     """
     shared = state.get("visibility") == "shared"
+    messages = []
     for message in state["messages"]:
         author = message.get("author") or ""
-        message["shown_author"] = persona_name(author) if shared and message["role"] == "user" and author != viewer else ""
-    for call in state["answered_client_actions"]:
-        call["answered_by_name"] = answerer(call.get("answered_by") or "", viewer=viewer)
+        messages.append({**message, "shown_author": persona_name(author) if shared and message["role"] == "user" and author != viewer else ""})
+    answered = [{**call, "answered_by_name": answerer(call.get("answered_by") or "", viewer=viewer)}
+                for call in state["answered_client_actions"]]
+    return {**state, "messages": messages, "answered_client_actions": answered}
 
 
 def answerer(persona: str, *, viewer: str) -> str:
@@ -220,7 +303,14 @@ def answerer(persona: str, *, viewer: str) -> str:
 def page_context(*, conversation, token: str, persona: str, embed, permissions=frozenset(), **extra: Any) -> dict[str, Any]:
     """Everything the conversation page and its live fragments render, for one viewer."""
     state = page_state(queries.conversation_state(conversation), conversation.assistant.config)
-    attribute(state, viewer=persona)
+    return viewer_context(state, conversation=conversation, token=token, persona=persona, embed=embed,
+                          permissions=permissions, **extra)
+
+
+def viewer_context(state: dict[str, Any], *, conversation, token: str, persona: str, embed, permissions=frozenset(),
+                   **extra: Any) -> dict[str, Any]:
+    """`page_context` of a `page_state` that may be shared with other viewers (it is not changed)."""
+    state = attributed(state, viewer=persona)
     # `who` ties a widget's stored conversation to an identified visitor (see identity.py).
     who = persona if persona.startswith("app:") else ""
     # Clearing memory is a write: a view-only token sees what is remembered but gets no Clear buttons.

@@ -22,6 +22,7 @@ from apps.conversations.errors import (
     WaypointError,
 )
 from apps.conversations.models import Conversation
+from apps.widget import pushes
 from apps.widget.framing import Embed, allow_framing, embed_for
 from apps.widget.identity import Identity, IdentityRejected, check_identity
 from apps.widget.presenters import describe_output, form_fields, form_output, page_context
@@ -164,9 +165,8 @@ def _conversation(conversation_id: str) -> Conversation:
 
 def _context(request: HttpRequest, conversation: Conversation, grant: tokens.Grant, **extra) -> dict:
     token = request.POST.get("token") or request.GET.get("token") or ""
-    embed = embed_for(request, assistant_id=str(conversation.assistant_id), config=conversation.assistant.config)
     return page_context(conversation=conversation, token=token, persona=grant.persona, permissions=grant.permissions,
-                        embed=embed, **extra)
+                        embed=_embed(request, conversation), **extra)
 
 
 def _page(request: HttpRequest, context: dict, *, status: int = 200) -> HttpResponse:
@@ -201,12 +201,18 @@ def live(request: HttpRequest, conversation_id: str) -> HttpResponse:
     return response
 
 
+def _embed(request: HttpRequest, conversation: Conversation) -> Embed | None:
+    return embed_for(request, assistant_id=str(conversation.assistant_id), config=conversation.assistant.config)
+
+
 def _after_post(request: HttpRequest, conversation_id: str, grant: tokens.Grant, status: int = 200, **extra) -> HttpResponse:
-    context = _context(request, _conversation(conversation_id), grant, from_post=True, **extra)
+    conversation = _conversation(conversation_id)
+    if not request.htmx and status == 200 and not extra:
+        token = request.POST.get("token") or request.GET.get("token") or ""
+        return redirect(_conversation_url(str(conversation_id), token, _embed(request, conversation)))
+    context = _context(request, conversation, grant, from_post=True, **extra)
     if request.htmx:
         return render(request, "widget/live.html", context, status=status)
-    if status == 200 and not extra:
-        return redirect(_conversation_url(str(conversation_id), context["token"], context["embed"]))
     return _page(request, context, status=status)
 
 
@@ -228,13 +234,21 @@ def _send_problem(exc: WaypointError, conversation_id: str) -> str:
 def send(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id, "write")
     expected = request.POST.get("expected_seq")
+    expected_seq = int(expected) if expected and expected.isdigit() else None
     try:
-        actions.start_turn(
+        started = actions.start_turn(
             conversation_id=conversation_id, message=request.POST.get("message", ""), persona=grant.persona,
-            edge=grant.edge, now=timezone.now(), expected_seq=int(expected) if expected and expected.isdigit() else None,
+            edge=grant.edge, now=timezone.now(), expected_seq=expected_seq,
         )
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, send_error=_send_problem(exc, conversation_id))
+    if request.htmx and expected_seq is not None:
+        # The sender needs its own message and the typing row at once; the reply and everything
+        # else come by push, rendered once for every socket.
+        conversation = _conversation(conversation_id)
+        viewer = pushes.Viewer(token=request.POST.get("token", ""), persona=grant.persona,
+                               permissions=frozenset(grant.permissions), embed=_embed(request, conversation))
+        return HttpResponse(pushes.sent(conversation, viewer=viewer, after=expected_seq, turn_id=started["turn_id"]))
     return _after_post(request, conversation_id, grant)
 
 

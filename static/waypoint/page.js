@@ -207,27 +207,41 @@
     }
 
     // Messages are only ever appended: add the new ones instead of replacing the log, so screen
-    // readers announce just them and nothing the visitor selected or scrolled to moves.
+    // readers announce just them and nothing the visitor selected or scrolled to moves. A push after
+    // the first (data-after) carries only the messages after the head it follows; a whole
+    // transcript must begin with the messages shown, else it replaces them.
     function mergeTranscript(current, incoming) {
       const wanted = Array.from(incoming.children);
-      const ids = wanted.map((el) => el.id);
-      const known = Array.from(current.children).filter((el) => el.id !== "typing");
-      if (!known.every((el, i) => el.id === ids[i])) return false;
+      if (!("after" in incoming.dataset)) {
+        const ids = wanted.map((el) => el.id);
+        const known = Array.from(current.children).filter((el) => el.id !== "typing");
+        if (!known.every((el, i) => el.id === ids[i])) return false;
+      }
       const typing = document.getElementById("typing");
       const added = [];
-      wanted.slice(known.length).forEach((el) => {
-        if (el.id === "typing") return;
+      wanted.forEach((el) => {
+        if (el.id === "typing" || document.getElementById(el.id)) return;
         current.insertBefore(el, typing);
         added.push(el);
       });
-      if (ids.includes("typing")) {
-        if (!typing) current.appendChild(wanted.find((el) => el.id === "typing"));
-        else if (current.lastElementChild !== typing) current.appendChild(typing);
-      } else if (typing) {
-        typing.remove();
+      // An answer older than what the page shows (an htmx reply overtaken by a push) may add
+      // messages, but the typing row is the newer answer's to decide.
+      if (Number(incoming.dataset.seq || 0) >= shownSeq()) {
+        const wantedTyping = wanted.find((el) => el.id === "typing");
+        if (wantedTyping) {
+          if (!typing) current.appendChild(wantedTyping);
+          else if (current.lastElementChild !== typing) current.appendChild(typing);
+        } else if (typing) {
+          typing.remove();
+        }
       }
       added.forEach(tellHost);
       return true;
+    }
+
+    function shownSeq() {
+      const status = document.getElementById("status");
+      return Number((status && status.dataset.seq) || 0);
     }
 
     function tellHost(el) {
@@ -257,9 +271,12 @@
       if (target.id === "transcript") {
         if (mergeTranscript(target, incoming)) detail.shouldSwap = false;
       } else if (target.id === "status") {
-        // Update the live region in place: a replaced element is not announced.
-        Object.assign(target.dataset, incoming.dataset);
-        target.innerHTML = incoming.innerHTML;
+        // Update the live region in place: a replaced element is not announced. Never back to an
+        // older head (an htmx reply can arrive after the push of a later one).
+        if (Number(incoming.dataset.seq || 0) >= shownSeq()) {
+          Object.assign(target.dataset, incoming.dataset);
+          target.innerHTML = incoming.innerHTML;
+        }
         detail.shouldSwap = false;
       } else if (target.id === "cards" && incoming.dataset.key === target.dataset.key) {
         detail.shouldSwap = false; // same requests: keep whatever is typed into them
@@ -283,6 +300,26 @@
         (field || document.getElementById("message") || document.getElementById("cards")).focus({ preventScroll: true });
       }
       if (target && target.id === "notices" && target.children.length) target.scrollIntoView({ block: "nearest" });
+    });
+
+    // A push after the first follows the head it names (data-after). When the page shows an older
+    // head it missed a push: it asks for the whole state and drops pushes until that comes.
+    let resyncing = false;
+    document.addEventListener("htmx:wsBeforeMessage", (event) => {
+      const message = typeof event.detail.message === "string" ? event.detail.message : "";
+      if (!message.includes('<p id="status"')) return; // a draft of the reply in progress
+      const after = /<p id="status"[^>]*?\sdata-after="(\d+)"/.exec(message);
+      if (!after) {
+        resyncing = false; // the whole state
+        return;
+      }
+      if (resyncing || Number(after[1]) > shownSeq()) {
+        event.preventDefault();
+        if (!resyncing) {
+          resyncing = true;
+          event.detail.socketWrapper.send("sync");
+        }
+      }
     });
 
     function afterUpdate() {

@@ -16,7 +16,7 @@ from django.utils import timezone
 from apps.conversations.actions import new_id
 from apps.ledger import store
 from apps.ledger.types import TurnComplete, TurnDispatched
-from apps.widget.consumers import MAX_PUSH_BYTES
+from apps.widget.pushes import MAX_PUSH_BYTES
 from config.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]

@@ -29,3 +29,29 @@ class TestLiveConditionalRead:
         response = client.get(url, headers={"If-None-Match": '"0"'})
 
         assert response.status_code == 200 and 'id="transcript"' in response.content.decode()
+
+
+class TestSendReply:
+    def test_an_htmx_send_is_answered_with_the_senders_message_and_the_status_only(self, client, started, settle):
+        conversation = started("hello")
+        cid, token = conversation["conversation_id"], conversation["token"]
+        head = client.get(f"/c/{cid}/live?token={token}")["ETag"].strip('"')
+
+        with settle():
+            response = client.post(f"/c/{cid}/send", {"token": token, "message": "second", "expected_seq": head},
+                                   headers={"HX-Request": "true"})
+
+        body = response.content.decode()
+        assert response.status_code == 200
+        assert body.count('<li id="message-') == 1 and "second" in body and "You said" not in body
+        assert f'data-after="{head}"' in body and 'id="cards"' not in body and 'id="memory"' not in body
+        assert 'id="notices"' in body
+
+    def test_a_plain_send_is_redirected_to_the_page(self, client, started, settle):
+        conversation = started("hello")
+        cid, token = conversation["conversation_id"], conversation["token"]
+
+        with settle():
+            response = client.post(f"/c/{cid}/send", {"token": token, "message": "second"})
+
+        assert response.status_code == 302 and response["Location"].startswith(f"/c/{cid}?token=")
