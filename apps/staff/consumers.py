@@ -16,8 +16,9 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
     """
     Pushes the inspector's live fragments to a staff member watching one conversation.
 
-    Joins the same `conversation.<id>` group as the customer page and, like it, re-reads the whole
-    state on every push, so a dropped message is repaired by the next one. Only staff sessions
+    Joins the same `conversation.<id>` group as the customer page and re-reads the whole inspection
+    on every push, so a dropped message is repaired by the next one; the chain is verified once
+    per head (`queries.verified_at`), not per push and socket. Only staff sessions
     connect (the route is wrapped in the session middleware; the origin check is the router's).
     """
 
@@ -62,7 +63,7 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=text)
 
     def _render(self) -> tuple[str | None, int]:
-        data = queries.inspect_conversation(self.conversation_id)
+        data = queries.inspect_conversation(self.conversation_id, live=True)
         if data is None:
             return None, 0
         return render_to_string("staff/live.html", {"c": data}), data["seq"]

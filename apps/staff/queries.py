@@ -12,6 +12,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode
 
@@ -272,16 +273,16 @@ def _pretty(value: Any) -> str:
     return line if len(line) <= 60 else json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
 
 
-def timeline(conversation_id: str) -> tuple[list[dict[str, Any]], chain.VerifyResult]:
+def timeline(conversation_id: str, *, verification: chain.VerifyResult | None = None) -> tuple[list[dict[str, Any]], chain.VerifyResult]:
     """
     Return every log entry with its verification mark, and the verification of the whole log.
 
-    The whole-log result is `replay.verify`'s, the very check of `conversation verify`; the marks
-    follow it: entries before the first bad one verify, the first bad one and every one after it
-    do not (the chain no longer vouches for them).
+    The whole-log result is `replay.verify`'s, the very check of `conversation verify` (or
+    `verification`, one the caller has of it); the marks follow it: entries before the first bad
+    one verify, the first bad one and every one after it do not (the chain no longer vouches for them).
     """
     entries = replay.stored_entries(conversation_id)
-    result = replay.verify(conversation_id)
+    result = verification or replay.verify(conversation_id)
     bad = result.first_bad_seq
     rows = []
     for position, entry in enumerate(entries, start=1):
@@ -398,18 +399,32 @@ def _participants(conversation: Conversation, entries: list[dict[str, Any]], mem
     return list(people.values())
 
 
-def inspect_conversation(conversation_id: str) -> dict[str, Any] | None:
+@lru_cache(maxsize=256)
+def verified_at(conversation_id: str, head_seq: int, head_hash: str) -> chain.VerifyResult:
+    """
+    `replay.verify` of a conversation, once per log head in this process.
+
+    The live inspector is pushed fresh fragments on every commit, to every staff socket open on the
+    conversation: verifying the whole chain for each of them cost tens of milliseconds per push
+    per socket. A page load and the Verify button check the whole log again.
+    """
+    return replay.verify(conversation_id)
+
+
+def inspect_conversation(conversation_id: str, *, live: bool = False) -> dict[str, Any] | None:
     """
     Return everything the inspector shows about one conversation, or None when there is none.
 
     The transcript, the full verified timeline, runs, pending calls, tool usage, action logs,
-    participants, memory, artifacts and the conversation's conditions.
+    participants, memory, artifacts and the conversation's conditions. `live`: for a push or a
+    poll of the open page, whose verification is the one of this head (`verified_at`).
     """
     conversation = conversation_queries.conversation_for(conversation_id)
     if conversation is None:
         return None
     cid = str(conversation.id)
-    entries, verification = timeline(cid)
+    known = verified_at(cid, conversation.head_seq, conversation.head_hash) if live else None
+    entries, verification = timeline(cid, verification=known)
     runs = list(WorkflowLog.objects.filter(conversation_id=cid).order_by("dispatched_seq"))
     usage = list(ToolUsageLog.objects.filter(conversation_id=cid).order_by("requested_at", "id"))
     action_logs = list(ActionLog.objects.filter(conversation_id=cid).order_by("started_at", "id"))

@@ -100,8 +100,8 @@ def conversations(request: HttpRequest) -> HttpResponse:
                                                         "lifecycles": queries.LIFECYCLES, "run_statuses": queries.RUN_STATUSES})
 
 
-def _inspection(conversation_id) -> dict:
-    data = queries.inspect_conversation(str(conversation_id))
+def _inspection(conversation_id, *, live: bool = False) -> dict:
+    data = queries.inspect_conversation(str(conversation_id), live=live)
     if data is None:
         raise Http404("no such conversation")
     return data
@@ -122,7 +122,7 @@ def inspector_live(request: HttpRequest, conversation_id) -> HttpResponse:
     etag = f'"{head}"'
     if request.headers.get("If-None-Match") == etag:
         return HttpResponse(status=304, headers={"ETag": etag})
-    response = render(request, "staff/live.html", {"c": _inspection(conversation_id)})
+    response = render(request, "staff/live.html", {"c": _inspection(conversation_id, live=True)})
     response["ETag"] = etag
     return response
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 from apps.conversations import actions
 from apps.conversations.models import ChatMessage
 from apps.ledger.models import Event
+from apps.staff import queries
 from config.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -143,6 +144,30 @@ class TestLiveSocket:
         assert connected and '<section id="timeline" hx-swap-oob="true"' in first
         assert "turn_complete" in seen
         await communicator.disconnect()
+
+    async def test_staff_sockets_share_one_verification_of_each_head(self, start, clock, staff_user, client):
+        started = await sync_to_async(start)("hello")
+        await sync_to_async(client.force_login)(staff_user)
+        cookies = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+        sockets = [(await _socket(started["conversation_id"], cookies))[0] for _ in range(2)]
+        for communicator in sockets:
+            await communicator.receive_from()
+        verified = queries.verified_at.cache_info().misses
+
+        await sync_to_async(actions.start_turn)(conversation_id=started["conversation_id"], message="second",
+                                                persona="guest:alice", edge="api", now=clock())
+        seen = []
+        for communicator in sockets:
+            seen.append([await communicator.receive_from(timeout=5)])
+            while "You said: second" not in seen[-1][-1]:
+                seen[-1].append(await communicator.receive_from(timeout=5))
+
+        heads = {re.search(r'id="summary"[^>]*data-seq="(\d+)"', push)[1] for pushed in seen for push in pushed}
+        assert queries.verified_at.cache_info().misses - verified == len(heads)
+        assert sum(len(pushed) for pushed in seen) > len(heads)
+        assert all("entries verify" in pushed[-1] for pushed in seen)
+        for communicator in sockets:
+            await communicator.disconnect()
 
     async def test_refuses_a_socket_without_a_staff_session(self, start):
         started = await sync_to_async(start)("hello")
