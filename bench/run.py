@@ -565,6 +565,25 @@ class PushTimes:
     rss_after: float
 
 
+async def dial(url: str, origin: str, gate: asyncio.Semaphore):
+    """
+    Open a websocket, a few at a time, again after a refused handshake (as the page reconnects).
+
+    Daphne refuses (403) a handshake its application has not answered within 5 s, as a loaded
+    2-core machine may not when hundreds arrive at once; once open, they all stay open together.
+    """
+    import websockets
+
+    for attempt in range(6):
+        try:
+            async with gate:
+                return await websockets.connect(url, origin=origin, open_timeout=60, max_size=None, ping_interval=None)
+        except (OSError, TimeoutError, websockets.exceptions.InvalidHandshake, websockets.exceptions.InvalidMessage):
+            if attempt == 5:
+                raise
+            await asyncio.sleep(0.5 * 2**attempt)
+
+
 def push_latency(server: DaphneServer, conversations: list[tuple[str, str]], *, samples: int, targets: int) -> PushTimes:
     """
     Open a socket on each conversation, then time commit → first push that shows it, `samples` times.
@@ -572,7 +591,6 @@ def push_latency(server: DaphneServer, conversations: list[tuple[str, str]], *, 
     The commits are turns started from this process on the first `targets` conversations in turn;
     the sockets of the others stay idle.
     """
-    import websockets
     from django.db import connection, transaction
     from django.utils import timezone
 
@@ -584,10 +602,7 @@ def push_latency(server: DaphneServer, conversations: list[tuple[str, str]], *, 
 
     async def watch(cid: str, token: str, ready: asyncio.Event, opened: list, gate: asyncio.Semaphore):
         url = f"ws://127.0.0.1:{server.port}/ws/conversations/{cid}/?token={token}&format=json"
-        # Opened a few at a time: Daphne drops a handshake that takes longer than 5 s, and hundreds at
-        # once on a loaded 2-core machine can; once open, all of them stay open together.
-        async with gate:
-            socket = await websockets.connect(url, origin=server.url, open_timeout=60, max_size=None, ping_interval=None)
+        socket = await dial(url, server.url, gate)
         async with socket:
             opened.append(cid)
             if len(opened) == sockets_n:
@@ -613,9 +628,9 @@ def push_latency(server: DaphneServer, conversations: list[tuple[str, str]], *, 
 
     async def main():
         nonlocal rss_open, missed
-        ready, opened, gate = asyncio.Event(), [], asyncio.Semaphore(16)
+        ready, opened, gate = asyncio.Event(), [], asyncio.Semaphore(8)
         tasks = [asyncio.create_task(watch(c, t, ready, opened, gate)) for c, t in conversations]
-        await asyncio.wait_for(ready.wait(), timeout=60 + sockets_n * 0.1)
+        await asyncio.wait_for(ready.wait(), timeout=60 + sockets_n * 0.25)
         await asyncio.sleep(1)
         rss_open = rss_mb(server.proc.pid)
         for i in range(samples):
@@ -903,7 +918,6 @@ def push_cost(server: DaphneServer, conversations: list[tuple[str, str]], *, soc
     Returns (CPU seconds, pushes received, pushes still missing after 10 s). The turns run in this
     process; Daphne only pushes. Its idle CPU over the same time (heartbeats, recovery) is subtracted.
     """
-    import websockets
     from django.db import connection
     from django.utils import timezone
 
@@ -914,10 +928,12 @@ def push_cost(server: DaphneServer, conversations: list[tuple[str, str]], *, soc
     seen: dict[tuple[str, int], int] = {}
     pushes = 0
 
+    gate = asyncio.Semaphore(8)
+
     async def watch(cid: str, token: str, n: int, opened: asyncio.Event, count: list):
         nonlocal pushes
         url = f"ws://127.0.0.1:{server.port}/ws/conversations/{cid}/?token={token}&format=html"
-        async with websockets.connect(url, origin=server.url, open_timeout=60, max_size=None, ping_interval=None) as socket:
+        async with await dial(url, server.url, gate) as socket:
             count.append(1)
             if len(count) == len(conversations) * sockets:
                 opened.set()
@@ -934,8 +950,13 @@ def push_cost(server: DaphneServer, conversations: list[tuple[str, str]], *, soc
         nonlocal pushes
         opened, count = asyncio.Event(), []
         tasks = [asyncio.create_task(watch(c, t, n, opened, count)) for c, t in conversations for n in range(sockets)]
-        await asyncio.wait_for(opened.wait(), timeout=120)
-        await asyncio.sleep(1)  # the first push of each socket (the whole state) is not what is measured
+        await asyncio.wait_for(opened.wait(), timeout=300)
+        # The first push of each socket (the whole state) is not what is measured: it is rendered and
+        # sent before the idle CPU is read.
+        settled = time.monotonic() + 60
+        while len(seen) < len(conversations) * sockets and time.monotonic() < settled:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(2)
         idle_from, idle_cpu = time.perf_counter(), process_cpu(server.proc.pid)
         await asyncio.sleep(2)
         idle_rate = (process_cpu(server.proc.pid) - idle_cpu) / (time.perf_counter() - idle_from)
