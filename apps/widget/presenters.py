@@ -179,11 +179,9 @@ def progress_line(state: dict[str, Any], tools_by_name: dict[str, dict[str, Any]
         call = pending[0]
         if call["kind"] == "approval":
             return "Waiting for your approval…"
-        if call["kind"] == "question":
-            return "Waiting for your answer…"
         if tools_by_name.get(call["tool"], {}).get("answered_by") == "application":
             return "Waiting for the application…"
-        return "Waiting for you…"
+        return "Waiting for your answer…"
     last = state["progress"][-1]["text"] if state["progress"] else ""
     if last.startswith("Using "):
         name = last.removeprefix("Using ").split(", ")[0]

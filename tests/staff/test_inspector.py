@@ -59,6 +59,16 @@ class TestInspector:
         assert 'id="usage-' in page and "approval" in page and ">pending<" in page
         assert "guest:alice" in page and "answer_client_actions" in page
 
+    def test_shows_each_call_in_the_words_the_customer_sees_above_its_tool_name(self, staff_client, start, make_assistant):
+        from tests.widget.test_cards import WORDED_TOOLS
+
+        started = start("I want a refund", assistant=make_assistant(tools=WORDED_TOOLS))
+
+        page = inspector(staff_client, started["conversation_id"])
+
+        assert '<span class="words">Refund 20 for order A-1</span><br><span class="mono small">issue_refund</span>' in page
+        assert '<span class="words">Looking up your order A-1</span><br>lookup_order · echo' in page
+
     def test_a_tampered_entry_is_marked_and_verify_names_its_seq(self, staff_client, start):
         started = start("hello")
         tamper(started["conversation_id"], 2, '{"run_id":"run_forged"}')
