@@ -282,7 +282,7 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         )
     except ActionResultConflict as exc:
         accepted = exc.details.get("accepted", {})
-        conflict = {"tool": call["tool"], "answered_by": accepted.get("answered_by"), "output_text": describe_output(accepted.get("output"))}
+        conflict = {"tool": call["tool"], "answered_by": accepted.get("answered_by"), "output_text": describe_output(accepted.get("output"), call["kind"])}
         return _after_post(request, conversation_id, grant, status=409, conflict=conflict)
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
@@ -290,7 +290,7 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         # The same answer was accepted before this click (another browser, a stale card): nothing
         # changed, and the person should know the answer that counts was not theirs.
         answered = next(c for c in queries.conversation_state(conversation)["answered_client_actions"] if c["call_id"] == call_id)
-        conflict = {"tool": call["tool"], "answered_by": answered["answered_by"], "output_text": describe_output(answered["output"])}
+        conflict = {"tool": call["tool"], "answered_by": answered["answered_by"], "output_text": describe_output(answered["output"], call["kind"])}
         return _after_post(request, conversation_id, grant, conflict=conflict)
     return _after_post(request, conversation_id, grant)
 

@@ -275,3 +275,14 @@ class TestWords:
         html = page(conversation).content.decode()
 
         assert '<span class="visually-hidden">by </span>boss</span>' in html and "shop:boss" not in html
+
+    def test_an_answer_after_someone_skipped_the_question_says_it_was_skipped(self, make_assistant, started, answer, settle):
+        conversation = started("help", assistant=make_assistant(model=DECLINING))
+        paused = state_of(conversation)
+        with settle():
+            answer(conversation, paused, declined="1")
+
+        response = answer(conversation, paused, htmx=True, answer="A-1")
+
+        assert response.status_code == 409
+        assert "Someone else already answered" in response.content.decode() and "<strong>Skipped</strong>" in response.content.decode()
