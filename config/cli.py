@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     except ImproperlyConfigured as exc:
         sys.stderr.write(f"waypoint: {exc}\n")
         sys.exit(2)
-    from apps.ledger.management.commands.conversation import Command
+    from apps.conversations.management.commands.conversation import Command
 
     Command().run_from_argv(["waypoint", *argv])
 

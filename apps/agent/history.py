@@ -63,7 +63,6 @@ _STATUS = {
     "turn_complete": "completed",
     "turn_failed": "failed",
     "turn_expired": "expired",
-    "turn_interrupted": "interrupted",
     "turn_abandoned": "abandoned",
     "turn_resolved": "interrupted",  # staff confirmed the unknown outcome: the turn waits for Continue
 }

@@ -335,6 +335,7 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
                     guess, conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor,
                     now=timezone.now(), lease=held.token,
                 )
+                broadcast.on_commit(conversation_id, recorded[-1].seq)
             break
         except store.HeadMoved:
             guess = None  # someone else appended (or took the lease): lock the row and see
@@ -673,10 +674,11 @@ def expire_simple_runs(*, now) -> int:
             calls = list(ToolUsageLog.objects.filter(run_id=run_id, status="pending").values_list("call_id", flat=True))
             if not calls or not WorkflowLog.objects.filter(run_id=run_id, status="waiting").exists():
                 continue
-            store.append(
+            recorded = store.append(
                 conversation_id=str(cid), events=[TurnExpired(run_id=run_id, call_ids=calls)], turn_id=turn_id,
                 actor="system", now=now, head=(conversation.head_seq, conversation.head_hash),
             )
+            broadcast.on_commit(cid, recorded[-1].seq)
             expired += 1
     return expired
 

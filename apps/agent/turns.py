@@ -17,7 +17,7 @@ from apps.agent.providers import PastRound, ToolCall
 from apps.ledger.types import Recorded
 
 FALLBACK_REPLY = "Sorry, I could not finish that. Please try again or rephrase your request."
-ENDING_KINDS = {"turn_complete", "turn_failed", "turn_expired", "turn_interrupted"}
+ENDING_KINDS = {"turn_complete", "turn_failed", "turn_expired"}
 
 
 @dataclass

@@ -23,7 +23,7 @@ from django.db import IntegrityError, transaction
 from apps.agent.config import tool_by_name
 from apps.agent.models import Assistant
 from apps.agent.tools import DECLINED, answer_problem
-from apps.conversations import faults, tokens
+from apps.conversations import broadcast, faults, tokens
 from apps.conversations.errors import (
     ActionResultConflict,
     ApprovalMismatch,
@@ -193,6 +193,7 @@ def _batch_one(
             )
         )
     recorded = store.append(conversation_id=conversation_id, events=events, turn_id=turn_id, actor=persona, now=now, head=head)
+    broadcast.on_commit(conversation_id, recorded[-1].seq)
     open_runtime(conversation_id=conversation_id, now=now)
     return {"conversation_id": conversation_id, "turn_id": turn_id, "run_id": run_id, "seq": recorded[-1].seq}
 
@@ -461,8 +462,9 @@ def accept_results(
             else:
                 events.append(ClientResultAccepted(run_id=run_id, call_id=usage.call_id, tool=usage.tool, output=output,
                                                    answered_by=persona, run_resumes=resumes))
-        store.append(conversation_id=str(conversation.id), events=events, turn_id=run.turn_id, actor=persona, now=now,
-                     head=(conversation.head_seq, conversation.head_hash))
+        recorded = store.append(conversation_id=str(conversation.id), events=events, turn_id=run.turn_id, actor=persona, now=now,
+                                head=(conversation.head_seq, conversation.head_hash))
+        broadcast.on_commit(conversation.id, recorded[-1].seq)
         if not remaining:
             from apps.agent import runner
 

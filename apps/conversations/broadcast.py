@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from functools import partial
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.db import transaction
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +111,11 @@ def state_changed(conversation_id: str, seq: int) -> None:
     database by `seq`, so a failed send loses nothing.
     """
     _announce(conversation_id, {"type": "state.changed", "seq": seq}, lost="clients will resync by seq")
+
+
+def on_commit(conversation_id: str, seq: int) -> None:
+    """Announce head `seq` once the caller's transaction commits: every action that appends calls it."""
+    transaction.on_commit(partial(state_changed, str(conversation_id), seq))
 
 
 def draft_changed(conversation_id: str, run_id: str, after_seq: int, text: str) -> None:

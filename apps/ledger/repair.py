@@ -18,7 +18,6 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from apps.conversations.models import Conversation, Lease
 from apps.ledger import chain, store
 from apps.ledger.keys import signing_key, verification_keys
 from apps.ledger.models import Event
@@ -79,14 +78,14 @@ def repair(*, conversation_id: str, actor: str, now: datetime) -> RepairReport:
     Entries that cannot be replayed without a removed one (a run whose dispatch was removed) are
     removed with it, so that the rest replays. One transaction, conversation row locked.
     :raises ValueError: the actor is not an identity
-    :raises Conversation.DoesNotExist: no such conversation
+    :raises DoesNotExist: no such conversation
     :raises RepairRefused: a turn is running, a readable entry fails verification, entries are
         missing, or nothing would be left to replay
     """
     check_actor(actor)
     cid = str(conversation_id)
     with transaction.atomic():
-        conversation = Conversation.objects.select_for_update(no_key=True).get(id=cid)
+        conversation = store.partition_model().objects.select_for_update(no_key=True).get(id=cid)
         entries = stored_entries(cid)
         removed = {e.seq: reason for e in entries if (reason := unreadable(e))}
         if not removed:
@@ -128,8 +127,8 @@ def repair(*, conversation_id: str, actor: str, now: datetime) -> RepairReport:
     return RepairReport(removed=gone, kept=len(rechained), repair_seq=entry.seq)
 
 
-def _check_repairable(conversation: Conversation, entries: list[chain.StoredEntry], removed: dict[int, str], now: datetime) -> None:
-    if Lease.objects.filter(conversation_id=conversation.id, expires_at__gt=now).exclude(holder="").exists():
+def _check_repairable(conversation, entries: list[chain.StoredEntry], removed: dict[int, str], now: datetime) -> None:
+    if store.lease_model().objects.filter(conversation_id=conversation.id, expires_at__gt=now).exclude(holder="").exists():
         raise RepairRefused("a turn of this conversation is running; repair it when the turn has stopped")
     if [e.seq for e in entries] != list(range(1, len(entries) + 1)):
         raise RepairRefused("entries are missing or out of order; repair removes unreadable entries only")
@@ -167,7 +166,7 @@ def _replayable_rest(cid: str, entries: list[chain.StoredEntry], removed: dict[i
             continue
         state = trial
         kept.append(e)
-    if not state.rows["conversations"]:
+    if not state.rows[store.head_store()]:
         raise RepairRefused("the conversation's first entry is unreadable; nothing would be left to replay")
     return kept
 
@@ -204,15 +203,16 @@ def rebuild_stores(*, conversation_id: str, events: list[Recorded]) -> None:
     from apps.ledger.projection import fold
 
     cid = str(conversation_id)
+    head, partition = store.head_store(), store.partition_model()
     rows = fold(cid, events).rows
-    [conversation] = rows["conversations"].values()
-    Conversation.objects.filter(id=cid).update(
-        **{name: store._db_value(Conversation, name, v) for name, v in conversation.items() if name != "id"}
+    [conversation] = rows[head].values()
+    partition.objects.filter(id=cid).update(
+        **{name: store._db_value(partition, name, v) for name, v in conversation.items() if name != "id"}
     )
     for name, model in store.MODELS.items():
-        if name != "conversations":
+        if name != head:
             model.objects.filter(conversation_id=cid).delete()
     for name, table in rows.items():
-        if name != "conversations":
+        if name != head:
             for key, row in table.items():
                 store._apply(cid, Change(name, key, create=row))

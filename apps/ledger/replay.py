@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,9 +25,9 @@ from django.db import connection, transaction
 from apps.ledger import chain
 from apps.ledger.keys import verification_keys
 from apps.ledger.models import Event
-from apps.ledger.projection import KEYS, Folded, fold
-from apps.ledger.store import MODELS, iso
-from apps.ledger.types import KINDS, Recorded
+from apps.ledger.projection import Folded, fold
+from apps.ledger.store import KEYS, MODELS, head_store, iso, partition_model
+from apps.ledger.types import KINDS, ApprovalRequest, ApprovalResponse, ModelRound, Recorded
 
 # provider:external_id or provider:scope:external_id, e.g. "ops:alice" or "okta:acme:alice@acme.com".
 ACTOR = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}(?::[^\s:]{1,256}){1,2}")
@@ -68,10 +68,10 @@ def _plain(value: Any) -> Any:
 
 
 def stored_rows(conversation_id: str, fields: dict[str, set[str]]) -> dict[str, dict[tuple, dict[str, Any]]]:
-    """The four stores of one conversation as the database holds them, in the projection's form."""
+    """The stores of one conversation as the database holds them, in the projection's form."""
     out: dict[str, dict[tuple, dict[str, Any]]] = {}
     for name, model in MODELS.items():
-        owner = "id" if name == "conversations" else "conversation_id"
+        owner = "id" if name == head_store() else "conversation_id"
         names = sorted(fields.get(name) or set(KEYS[name]))
         rows = {}
         for row in model.objects.filter(**{owner: conversation_id}).values(*names):
@@ -207,12 +207,10 @@ def _head_problem(count: int, last: tuple[int, str], head: tuple[int, str]) -> c
 
 def verify(conversation_id: str) -> chain.VerifyResult:
     """Recompute every hash and signature of a conversation's log and check its head; read only."""
-    from apps.conversations.models import Conversation
-
     cid = str(conversation_id)
     with read_only():
         rows = log_rows(cid)
-        head = Conversation.objects.filter(id=cid).values_list("head_seq", "head_hash").first()
+        head = partition_model().objects.filter(id=cid).values_list("head_seq", "head_hash").first()
     result = chain.verify_rows(rows, verification_keys())
     if result.ok and head is not None:
         last = chain.StoredEntry(*rows[-1]) if rows else None
@@ -273,30 +271,39 @@ def what_if(conversation_id: str, *, seq: int, patch: Any) -> WhatIf:
 
     Reports the first seq whose resulting store rows differ from the recorded log's, approvals
     whose reviewed tool and arguments no longer match the call, and whether completion would
-    still hold. Calls no model or tool and writes nothing.
+    still hold (the rules above the log judge that: `WHAT_IF_JUDGES`). Calls no model or tool and
+    writes nothing.
     :raises ValueError: no entry `seq`, the log is unreadable, or the patch is malformed or does not apply
     """
-    from apps.conversations.models import Conversation
-
     cid = str(conversation_id)
     operations = check_patch(patch)
     with read_only():
         entries = stored_entries(cid)
-        config = Conversation.objects.filter(id=cid).values_list("assistant__config", flat=True).first() or {}
-    recorded = _recorded(entries)
-    index = next((i for i, rec in enumerate(recorded) if rec.seq == seq), None)
-    if index is None:
-        raise ValueError(f"conv-{cid} has no entry {seq}")
-    before = recorded[index].payload
-    try:
-        after = jsonpatch.apply_patch(before, operations)
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-        raise ValueError(f"the patch does not apply to entry {seq}: {exc}") from exc
-    if not isinstance(after, dict):
-        raise ValueError("the patched payload must stay a JSON object")
-    changed = [*recorded[:index], dataclasses.replace(recorded[index], payload=after), *recorded[index + 1 :]]
-    report = WhatIf(seq=seq, patch=operations, before=before, after=after)
+        recorded = _recorded(entries)
+        index = next((i for i, rec in enumerate(recorded) if rec.seq == seq), None)
+        if index is None:
+            raise ValueError(f"conv-{cid} has no entry {seq}")
+        before = recorded[index].payload
+        try:
+            after = jsonpatch.apply_patch(before, operations)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+            raise ValueError(f"the patch does not apply to entry {seq}: {exc}") from exc
+        if not isinstance(after, dict):
+            raise ValueError("the patched payload must stay a JSON object")
+        changed = [*recorded[:index], dataclasses.replace(recorded[index], payload=after), *recorded[index + 1 :]]
+        report = WhatIf(seq=seq, patch=operations, before=before, after=after)
+        for judge in WHAT_IF_JUDGES:
+            judge(report, cid, recorded, changed)
+    _compare(cid, report, recorded, changed)
+    return report
 
+
+# Checks of a changed log by the rules above it, each `judge(report, conversation_id, recorded,
+# changed)` filling in its part of the report (the agent's completion rule: apps/agent/apps.py).
+WHAT_IF_JUDGES: list[Callable[[WhatIf, str, list[Recorded], list[Recorded]], None]] = []
+
+
+def _compare(cid: str, report: WhatIf, recorded: list[Recorded], changed: list[Recorded]) -> None:
     was, now = Folded(), Folded()
     for old, new in zip(recorded, changed, strict=True):
         _fold_step(cid, old, was)
@@ -313,8 +320,6 @@ def what_if(conversation_id: str, *, seq: int, patch: Any) -> WhatIf:
             )
     bound_before = set(_unbound_approvals(recorded))
     report.approvals = [line for key, line in _unbound_approvals(changed).items() if key not in bound_before]
-    _judge_completion(report, recorded, changed, config)
-    return report
 
 
 def _unbound_approvals(events: list[Recorded]) -> dict[tuple[str, str], str]:
@@ -323,55 +328,29 @@ def _unbound_approvals(events: list[Recorded]) -> dict[tuple[str, str], str]:
     requests: dict[tuple[str, str], tuple[str, Any, int]] = {}
     out: dict[tuple[str, str], str] = {}
     for rec in events:
-        p = rec.payload
-        if rec.kind == "model_round":
-            for c in p.get("calls") or []:
-                if isinstance(c, dict):
-                    calls[(p.get("run_id"), c.get("call_id"))] = (c.get("tool"), c.get("arguments"), rec.seq)
-        elif rec.kind == "approval_request":
-            requests[(p.get("run_id"), p.get("call_id"))] = (p.get("tool"), p.get("arguments"), rec.seq)
-        elif rec.kind == "approval_response":
-            key = (p.get("run_id"), p.get("call_id"))
-            reviewed = p.get("reviewed") if isinstance(p.get("reviewed"), dict) else {}
-            seen = (reviewed.get("tool"), reviewed.get("arguments"))
-            for what, source in (("approval request", requests.get(key)), ("model's call", calls.get(key))):
-                if source is None:
-                    out[key] = f"approval at seq {rec.seq} of call {key[1]}: the {what} it answers no longer exists"
-                    break
-                if (source[0], source[1]) != seen:
-                    out[key] = (
-                        f"approval at seq {rec.seq} of call {key[1]}: reviewed {seen[0]} {json.dumps(seen[1], sort_keys=True)}, "
-                        f"but the {what} at seq {source[2]} is {source[0]} {json.dumps(source[1], sort_keys=True)}"
-                    )
-                    break
-    return out
-
-
-def _judge_completion(report: WhatIf, recorded: list[Recorded], changed: list[Recorded], config: dict) -> None:
-    """Re-apply the completion rule to every completion request of the changed log."""
-    from apps.agent import turns
-
-    report.completion_recorded = any(rec.kind == "conversation_completed" for rec in recorded)
-    holds = any(rec.kind == "conversation_completed" for rec in changed)
-    for i, rec in enumerate(changed):
-        if rec.kind != "completion_requested":
-            continue
-        p = rec.payload
-        prefix = [e for e in changed[:i] if e.turn_id == rec.turn_id]
         try:
-            state = turns.turn_state(prefix)
-            call = state.calls[p["call_id"]]
-            last = next(r for r in reversed(state.rounds) if call.call_id in r.call_ids)
-            outcome, reason = turns.completion_outcome(config, state, last, call)
-        except (KeyError, StopIteration, TypeError, AttributeError) as exc:
-            outcome, reason = "not_completed", f"the turn no longer reads ({type(exc).__name__}: {exc})"
-        said = p.get("outcome")
-        completes = any(e.kind == "conversation_completed" and e.turn_id == rec.turn_id for e in changed[i:])
-        if said != outcome:
-            report.completion.append(
-                f"completion at seq {rec.seq}: recorded {said}, the rule now says {outcome}" + (f" ({reason})" if reason else "")
-            )
-        if completes and (said != "completed" or outcome != "completed"):
-            holds = False
-    report.completion_holds = holds if report.completion_recorded else None
-
+            body = rec.body
+        except TypeError:
+            continue  # a changed entry that no longer fits its kind: reported where the fold breaks
+        match body:
+            case ModelRound(run_id=run_id, calls=round_calls):
+                for c in round_calls or []:
+                    if isinstance(c, dict):
+                        calls[(run_id, c.get("call_id"))] = (c.get("tool"), c.get("arguments"), rec.seq)
+            case ApprovalRequest(run_id=run_id, call_id=call_id, tool=tool, arguments=arguments):
+                requests[(run_id, call_id)] = (tool, arguments, rec.seq)
+            case ApprovalResponse(run_id=run_id, call_id=call_id, reviewed=reviewed):
+                key = (run_id, call_id)
+                reviewed = reviewed if isinstance(reviewed, dict) else {}
+                seen = (reviewed.get("tool"), reviewed.get("arguments"))
+                for what, source in (("approval request", requests.get(key)), ("model's call", calls.get(key))):
+                    if source is None:
+                        out[key] = f"approval at seq {rec.seq} of call {key[1]}: the {what} it answers no longer exists"
+                        break
+                    if (source[0], source[1]) != seen:
+                        out[key] = (
+                            f"approval at seq {rec.seq} of call {key[1]}: reviewed {seen[0]} {json.dumps(seen[1], sort_keys=True)}, "
+                            f"but the {what} at seq {source[2]} is {source[0]} {json.dumps(source[1], sort_keys=True)}"
+                        )
+                        break
+    return out

@@ -2,8 +2,12 @@
 Appending to and reading a conversation's log.
 
 `append` is the only way entries are written. In one transaction it chains and signs the new
-entries, writes them, applies the store changes they imply (`projection.changes`) and moves the
-log head, then broadcasts the new head once the transaction commits.
+entries, writes them, applies the store changes the registered projections say they imply
+(`projection.projector`) and moves the log head. Telling clients is the caller's: the actions
+schedule the broadcast of the head they committed.
+
+The log knows no app: the row that holds a partition's head is the one `Event.conversation`
+points at, and the table of the writer's lease is named by the app that owns it (`fence_with`).
 
 The write is plain SQL compiled from the projection's changes, not the ORM: a turn appends a dozen
 times, and building ORM queries cost more CPU than PostgreSQL spent committing them. On
@@ -14,35 +18,49 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from functools import partial
+from functools import cache
 from typing import Any
 
 import rfc8785
 from django.db import IntegrityError, connection, models, transaction
 
-from apps.actions.models import ActionLog
-from apps.conversations import broadcast
-from apps.conversations.models import ChatMessage, Conversation, Lease
 from apps.ledger import chain, sql
 from apps.ledger.keys import signing_key
 from apps.ledger.models import Event
-from apps.ledger.projection import KEYS, Change, apply_change, changes
+from apps.ledger.projection import Change, apply_change, projector
 from apps.ledger.types import EventKind, Recorded
-from apps.people.models import Participant
-from apps.runs.models import ToolUsageLog, WorkflowLog
-from apps.workspaces.models import Artifact, Closure, Memory
 
-MODELS: dict[str, type[models.Model]] = {
-    "conversations": Conversation,
-    "workflow_logs": WorkflowLog,
-    "tool_usage_logs": ToolUsageLog,
-    "chat_messages": ChatMessage,
-    "action_logs": ActionLog,
-    "participants": Participant,
-    "memories": Memory,
-    "artifacts": Artifact,
-    "closures": Closure,
-}
+# The registered stores' models and key fields, by store name (filled by the apps' ready()).
+MODELS: dict[str, type[models.Model]] = projector.models
+KEYS: dict[str, tuple[str, ...]] = projector.keys
+
+
+def partition_model() -> type[models.Model]:
+    """The model whose row is a partition: it holds the log head, and every entry hangs on it."""
+    return Event._meta.get_field("conversation").related_model
+
+
+@cache
+def head_store() -> str:
+    """The store name of the partition's own row (its projection is updated with the head)."""
+    return projector.store_of(partition_model())
+
+
+_fence: list[type[models.Model]] = []
+
+
+def fence_with(lease: type[models.Model]) -> None:
+    """
+    Name the table of the single-writer lease that optimistic appends are fenced by.
+
+    Its rows have `conversation_id`, `holder` and `version` (the app that owns leases calls this
+    from its `ready()`).
+    """
+    _fence[:] = [lease]
+
+
+def lease_model() -> type[models.Model]:
+    return _fence[0]
 
 
 class LeaseLost(Exception):
@@ -146,16 +164,16 @@ def _write(
     # Plain updates of the conversation's own row ride on the head update: one UPDATE, not one each.
     own = _OwnRow()
     for rec in recorded:
-        for change in changes(cid, rec):
+        for change in projector.changes(cid, rec):
             if _plain_own_row(cid, change):
                 if own.overlaps(change):
                     writes.update_own_row(own)
                 own.add(change)
             else:
-                if change.store == "conversations" and own:
+                if change.store == writes.head and own:
                     writes.update_own_row(own)
                 writes.change(change)
-    own.add(Change("conversations", (cid,), set={"head_seq": seq, "head_hash": prev}))
+    own.add(Change(writes.head, (cid,), set={"head_seq": seq, "head_hash": prev}))
     writes.update_own_row(own, moved_from=head if fence else None, fence=fence)
     try:
         writes.run()
@@ -163,17 +181,17 @@ def _write(
         if fence is None:
             raise
         raise HeadMoved(cid) from None  # an entry took the seq this one assumed
-    transaction.on_commit(partial(broadcast.state_changed, cid, seq))
     return recorded, (seq, prev)
 
 
 def _lock_head(cid: str, lease: tuple[str, int] | None, known: tuple[int, str] | None) -> tuple[int, str]:
     """Lock the conversation row, read its head and check the writer's lease, in one statement."""
     lock = " FOR NO KEY UPDATE" if connection.features.has_select_for_no_key_update else ""
-    conversation, key = sql.table(Conversation), sql.table(Conversation).value("id", cid)
+    conversation = sql.table(partition_model())
+    key = conversation.value("id", cid)
     fence, params = "1", []
     if lease is not None:
-        fence = f"(SELECT COUNT(*) FROM {sql.table(Lease).name} WHERE conversation_id = %s AND holder = %s AND version = %s)"
+        fence = f"(SELECT COUNT(*) FROM {sql.table(lease_model()).name} WHERE conversation_id = %s AND holder = %s AND version = %s)"
         params = [key, *lease]
     found = sql.rows(f"SELECT head_seq, head_hash, {fence} FROM {conversation.name} WHERE id = %s{lock}", [*params, key])
     if not found:
@@ -210,6 +228,7 @@ class _Writes:
 
     def __init__(self, conversation_id: str):
         self.cid = conversation_id
+        self.head = head_store()
         self.pg = connection.vendor == "postgresql"
         # sql, params, and what to raise unless it updates exactly one row (None: no check)
         self.statements: list[tuple[str, list[Any], Exception | None]] = []
@@ -229,14 +248,14 @@ class _Writes:
         """Update the conversation row; with `moved_from`, only if its head is still that and `fence` holds."""
         guard: tuple[str, list[Any], Exception] | None = None
         if moved_from is not None and fence is not None:
-            lease_table = sql.table(Lease)
+            lease_table = sql.table(lease_model())
             guard = (
                 f" AND head_seq = %s AND head_hash = %s AND EXISTS (SELECT 1 FROM {lease_table.name}"
                 " WHERE conversation_id = %s AND holder = %s AND version = %s)",
                 [*moved_from, lease_table.value("conversation_id", self.cid), *fence],
                 HeadMoved(self.cid),
             )
-        self.change(Change("conversations", (self.cid,), set=dict(own.set), incr=dict(own.incr)), guard=guard)
+        self.change(Change(self.head, (self.cid,), set=dict(own.set), incr=dict(own.incr)), guard=guard)
         own.set.clear()
         own.incr.clear()
 
@@ -284,7 +303,7 @@ class _Writes:
 
     def _insert(self, table: sql.Table, change: Change) -> None:
         values = dict(change.create)
-        if change.store != "conversations":
+        if change.store != self.head:
             values["conversation_id"] = self.cid
         row = table.model(**{name: _db_value(table.model, name, v) for name, v in values.items()})
         names, params = [], []
@@ -361,7 +380,7 @@ def _db_value(model: type[models.Model], name: str, value: Any) -> Any:
 def _plain_own_row(conversation_id: str, change: Change) -> bool:
     """A change that only sets or adds to plain fields of the conversation row itself."""
     return (
-        change.store == "conversations" and change.create is None and str(change.key[0]) == conversation_id
+        change.store == head_store() and change.create is None and str(change.key[0]) == conversation_id
         and not change.append and not change.discard and all("." not in name for name in change.incr)
     )
 

@@ -8,6 +8,7 @@ Pure: no Django. Each kind is a frozen dataclass whose fields are its payload; t
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from functools import cache, cached_property
 from typing import Any, ClassVar
 
 
@@ -54,7 +55,7 @@ class TurnDispatched(EventKind):
     run_id: str
     message_id: str = ""
     text: str = ""
-    edge: str = "api"
+    edge: str = ""  # link | widget | api | staff; every writer names it
     caller: str = ""
     participants: list = field(default_factory=list)
     continuation: bool = False
@@ -80,16 +81,6 @@ class ModelRound(EventKind):
     calls: list = field(default_factory=list)  # [{"call_id", "tool", "arguments"}]
     usage: dict = field(default_factory=dict)
     closing: bool = False
-
-
-@_kind("tool_call_requested")
-@dataclass(frozen=True)
-class ToolCallRequested(EventKind):
-    run_id: str
-    call_id: str
-    tool: str
-    arguments: dict
-    tool_kind: str  # server | client | builtin
 
 
 @_kind("action_started")
@@ -226,13 +217,6 @@ class TurnAmbiguous(EventKind):
     idempotency_key: str
 
 
-@_kind("turn_interrupted")
-@dataclass(frozen=True)
-class TurnInterrupted(EventKind):
-    run_id: str
-    reason: str
-
-
 @_kind("turn_retried")
 @dataclass(frozen=True)
 class TurnRetried(EventKind):
@@ -360,8 +344,13 @@ def decode(kind: str, payload: dict[str, Any]) -> EventKind:
     :raises KeyError: the kind is unknown
     """
     cls = KINDS[kind]
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return cls(**{k: v for k, v in payload.items() if k in names})
+
+
+@cache
+def _field_names(cls: type[EventKind]) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
 
 
 @dataclass(frozen=True)
@@ -375,6 +364,7 @@ class Recorded:
     created_at: str
     payload: dict[str, Any]
 
-    @property
+    @cached_property
     def body(self) -> EventKind:
+        """The entry as its dataclass, decoded once; readers match on it and read its fields."""
         return decode(self.kind, self.payload)

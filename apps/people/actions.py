@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from apps.conversations import tokens
+from apps.conversations import broadcast, tokens
 from apps.conversations.errors import BadInput, ConversationIsCompleted, Forbidden, NotFound
 from apps.conversations.models import Conversation
 from apps.ledger import store
@@ -50,10 +50,11 @@ def _locked(conversation_id: str) -> Conversation:
 
 
 def _append(conversation: Conversation, events: list, actor: str, now: datetime) -> None:
-    store.append(
+    recorded = store.append(
         conversation_id=str(conversation.id), events=events, actor=actor, now=now,
         head=(conversation.head_seq, conversation.head_hash),
     )
+    broadcast.on_commit(conversation.id, recorded[-1].seq)
 
 
 def add_participant(

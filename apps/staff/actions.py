@@ -23,6 +23,7 @@ from apps.agent.config import ConfigError
 from apps.agent.models import Assistant
 from apps.api import keys
 from apps.api.models import ApiKey
+from apps.conversations import broadcast
 from apps.conversations.actions import check_clean
 from apps.conversations.errors import BadInput, ConversationIsCompleted, NotFound, WaypointError
 from apps.conversations.models import Conversation
@@ -130,6 +131,7 @@ def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, n
             now=now,
             head=(conversation.head_seq, conversation.head_hash),
         )
+        broadcast.on_commit(conversation.id, recorded[-1].seq)
         if resolution == "not_done_retry":
             transaction.on_commit(partial(runner.kick, str(conversation.id)))
     return recorded[0]

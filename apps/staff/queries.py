@@ -308,7 +308,7 @@ def _summary(kind: str, payload: Any) -> str:
         calls = ", ".join(c.get("tool", "?") for c in p.get("calls", []))
         text = str(p.get("text", ""))[:60]
         return f"round {p.get('round')}" + (f": calls {calls}" if calls else "") + (f" — “{text}”" if text else "")
-    if kind in ("action_started", "action_finished", "tool_call_requested", "client_action_requested", "approval_request"):
+    if kind in ("action_started", "action_finished", "client_action_requested", "approval_request"):
         extra = ""
         if kind == "action_finished":
             extra = " ok" if p.get("ok") else f" failed: {p.get('error', '')}"
@@ -325,8 +325,8 @@ def _summary(kind: str, payload: Any) -> str:
         return f"{str(p.get('resolution', '')).replace('_', ' ')}" + (f": {p['note']}" if p.get("note") else "")
     if kind == "turn_complete":
         return f"“{str(p.get('text', ''))[:80]}”"
-    if kind in ("turn_failed", "turn_interrupted"):
-        return str(p.get("error") or p.get("reason") or "")
+    if kind == "turn_failed":
+        return str(p.get("error") or "")
     if kind == "turn_retried":
         return f"attempt {p.get('attempt')} after {p.get('reason') or 'an interruption'}"
     if kind == "completion_requested":

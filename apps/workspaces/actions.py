@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import F
 
 from apps.agent.models import Assistant
+from apps.conversations import broadcast
 from apps.conversations.errors import BadInput, NotFound
 from apps.conversations.models import Conversation, Lease
 from apps.ledger import store
@@ -55,10 +56,11 @@ def _locked(conversation_id: str) -> Conversation:
 
 
 def _append(conversation: Conversation, events: list[EventKind], *, actor: str, now: datetime, turn_id: str = "") -> None:
-    store.append(
+    recorded = store.append(
         conversation_id=str(conversation.id), events=events, turn_id=turn_id, actor=actor, now=now,
         head=(conversation.head_seq, conversation.head_hash),
     )
+    broadcast.on_commit(conversation.id, recorded[-1].seq)
 
 
 # --- memory -------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from apps.conversations import faults
+from apps.conversations import broadcast, faults
 from apps.conversations.models import Conversation
 from apps.ledger import store
 from apps.ledger.types import ArtifactCreated
@@ -302,10 +302,11 @@ class Workspace:
             with transaction.atomic():
                 conversation = Conversation.objects.select_for_update(no_key=True).get(id=self.conversation_id)
                 if not Artifact.objects.filter(turn_id=turn_id, call_id=call_id).exists():
-                    store.append(
+                    recorded = store.append(
                         conversation_id=self.conversation_id, events=[event], turn_id=turn_id, actor="agent", now=now,
                         head=(conversation.head_seq, conversation.head_hash), lease=self.lease,
                     )
+                    broadcast.on_commit(self.conversation_id, recorded[-1].seq)
                     transaction.on_commit(partial(faults.reach, "after_artifact"))
         except IntegrityError:
             pass  # another writer recorded this call's artifact first (the unique constraint): use theirs

@@ -4,13 +4,17 @@ import pytest
 
 from apps.conversations import actions
 from apps.conversations.models import Conversation
-from apps.ledger.projection import PEOPLE_KINDS
 from apps.ledger.replay import replay, verify
 from apps.people import actions as people
 from apps.workspaces import actions as workspace
 from tests.people.conftest import kinds, rules, state
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+
+PEOPLE_KINDS = {
+    "participant_added", "participant_removed", "participant_token_issued", "memory_remembered", "memory_cleared",
+    "artifact_created", "artifact_acknowledged", "conversation_closed", "conversation_reopened",
+}
 
 
 def test_replaying_a_log_with_every_people_and_workspace_kind_gives_the_stored_state(start, make_assistant, clock):

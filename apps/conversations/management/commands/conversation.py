@@ -15,6 +15,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from apps.conversations import broadcast
 from apps.conversations.models import Conversation
 from apps.ledger import repair as repairing
 from apps.ledger import replay as replaying
@@ -116,6 +117,7 @@ class Command(BaseCommand):
         if report.repair_seq is None:
             self.stdout.write(f"OK conv-{cid}: nothing to repair, all {report.kept} entries are readable")
             return
+        broadcast.state_changed(cid, report.repair_seq)  # open pages hold seqs that changed: they reload
         for item in report.removed:
             self.stdout.write(f"  removed entry {item['seq']} ({item['kind']}): {item['reason']}")
         self.stdout.write(
