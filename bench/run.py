@@ -260,7 +260,7 @@ def bench_assistant():
 def new_conversation(assistant) -> str:
     from django.utils import timezone
 
-    from apps.conversations import actions
+    from apps.agent import actions
 
     started = actions.start_conversation(assistant_id=str(assistant.id), message="hello", persona="guest:bench",
                                          edge="api", now=timezone.now())
@@ -270,7 +270,7 @@ def new_conversation(assistant) -> str:
 def one_turn(conversation_id: str, i: int) -> None:
     from django.utils import timezone
 
-    from apps.conversations import actions
+    from apps.agent import actions
 
     actions.start_turn(conversation_id=conversation_id, message=f"where is my order ({i})", persona="guest:bench",
                        edge="api", now=timezone.now())
@@ -594,7 +594,7 @@ def push_latency(server: DaphneServer, conversations: list[tuple[str, str]], *, 
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from apps.conversations import actions
+    from apps.agent import actions
 
     sockets_n = len(conversations)  # one socket each (a conversation may be listed more than once)
     latest: dict[str, tuple[int, float]] = {}
@@ -921,7 +921,7 @@ def push_cost(server: DaphneServer, conversations: list[tuple[str, str]], *, soc
     from django.db import connection
     from django.utils import timezone
 
-    from apps.conversations import actions
+    from apps.agent import actions
     from apps.conversations.models import Conversation
     from bench.load import SEQ
 
@@ -1205,7 +1205,7 @@ suite; the targets are goals, reported as met or not.
   connection's commit): transactions that wrote something. The **raw limit** is a psycopg loop
   making that many single-row commits (one event-sized row each) per turn, on one connection
   (and on {CONCURRENCY} for the concurrent comparison), with PostgreSQL's default synchronous commit.
-- **Waypoint turns** go through the real turn code, not HTTP: `apps.conversations.actions.start_turn`
+- **Waypoint turns** go through the real turn code, not HTTP: `apps.agent.actions.start_turn`
   with `WAYPOINT_RUNNER=inline`, so batch one, the model rounds, the three echo actions (each
   committed with the model round that asked for it: echo is read-only) and batch two all commit
   before the call returns; each commit also publishes to Redis (the channel layer a

@@ -23,7 +23,8 @@ CRASHING_CUSTOMER = """
 import json
 from django.utils import timezone
 from apps.agent.actions import create_assistant
-from apps.conversations import actions, queries
+from apps.agent import actions
+from apps.conversations import queries
 
 config = {
     "name": "Refund desk",

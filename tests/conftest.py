@@ -70,7 +70,7 @@ def make_assistant(db):
 @pytest.fixture
 def start(make_assistant, clock):
     """Start a conversation on a fresh support assistant; returns the `start_conversation` answer."""
-    from apps.conversations import actions
+    from apps.agent import actions
 
     def begin(message: str = "hello", assistant=None, persona: str = "guest:alice", **kwargs):
         assistant = assistant or make_assistant()

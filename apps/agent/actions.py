@@ -1,21 +1,58 @@
-"""Writes of assistants."""
+"""
+Writes of assistants, and the turn writes: starting conversations and turns (batch one),
+continuing after an interruption, and accepting client results.
+
+Each turn write runs in one transaction with the conversation row locked, appends to the log
+through `store.append` (which writes the stores in the same transaction), schedules the broadcast
+of the new head and hands the run to the runner once the transaction has committed.
+"""
 
 from __future__ import annotations
 
+import json
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from functools import partial
 from typing import Any
 
-from django.conf import settings
+from django.db import transaction
 
-from apps.agent.config import ConfigError, check_config
+from apps.agent import runner
+from apps.agent.config import ConfigError, check_config, tool_by_name
 from apps.agent.models import Assistant
-from apps.conversations.errors import InvalidAssistantConfig
+from apps.agent.providers import model_endpoints
+from apps.agent.tools import DECLINED, answer_problem
+from apps.conversations import actions as conversation_actions
+from apps.conversations import broadcast, faults, tokens
+from apps.conversations.actions import Idempotency
+from apps.conversations.errors import (
+    ActionResultConflict,
+    ApprovalMismatch,
+    BadInput,
+    ConversationIsCompleted,
+    Forbidden,
+    InvalidAssistantConfig,
+    NotFound,
+    NothingToContinue,
+    RunExpired,
+    TurnConflict,
+)
+from apps.conversations.models import Conversation
+from apps.ledger import chain, store
+from apps.ledger.types import (
+    ApprovalResponse,
+    ClientResultAccepted,
+    ConversationStarted,
+    IngressDirective,
+    QuestionResponse,
+    TurnDispatched,
+)
+from apps.people.queries import participant_personas, participants
+from apps.runs.models import ToolUsageLog, WorkflowLog
+from apps.workspaces.actions import open_runtime, reopen_events
 
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-def model_endpoints() -> tuple[str, ...]:
-    """The base URLs this deployment sends its model key to: its own, and those it lists besides."""
-    return (settings.WAYPOINT_OPENAI_BASE_URL or OPENAI_DEFAULT_BASE_URL, *settings.WAYPOINT_MODEL_BASE_URLS)
+OPEN_RUN_STATUSES = ("running", "waiting")
 
 
 def check_assistant_config(config: Any) -> dict[str, Any]:
@@ -56,3 +93,303 @@ def load_demo(*, base_url: str, allowed_origins: list[str] | None = None, model:
     assistant.config = clean
     assistant.save(update_fields=["config", "updated_at"])
     return assistant
+
+
+# --- turns -------------------------------------------------------------------------------------
+
+
+def _kick_after_commit(conversation_id: str) -> None:
+    transaction.on_commit(partial(faults.reach, "after_batch_one"))
+    transaction.on_commit(partial(runner.kick, conversation_id))
+
+
+def _batch_one(
+    *, conversation_id: str, text: str, persona: str, edge: str, mode: str, directive: dict | None,
+    continuation: bool, idempotency: Idempotency | None, now: datetime, head: tuple[int, str] | None = None,
+    prefix: list | None = None, conversation: Conversation | None = None,
+) -> dict[str, Any]:
+    turn_id, run_id = conversation_actions.new_id("turn"), conversation_actions.new_id("run")
+    # Attribution: everyone admitted to the conversation when the turn came (owner first) and the caller.
+    admitted = [p["persona"] for p in participants(conversation)] if conversation else participant_personas(conversation_id)
+    participants_now = list(dict.fromkeys([*admitted, *([persona] if persona else [])]))
+    events = [
+        *(prefix or []),
+        # A conversation closed for being idle reopens with its next turn (docs/people.md).
+        *reopen_events(conversation_id=conversation_id),
+        TurnDispatched(
+            run_id=run_id,
+            message_id="" if continuation else conversation_actions.new_id("msg"),
+            text=text,
+            edge=edge,
+            caller=persona,
+            participants=participants_now,
+            continuation=continuation,
+            mode=mode,
+            idempotency_key=idempotency.key if idempotency else "",
+        ),
+    ]
+    if directive:
+        events.append(
+            IngressDirective(
+                run_id=run_id,
+                edge=edge,
+                step_budget=directive.get("step_budget"),
+                required_approver=directive.get("required_approver", ""),
+            )
+        )
+    recorded = store.append(conversation_id=conversation_id, events=events, turn_id=turn_id, actor=persona, now=now, head=head)
+    broadcast.on_commit(conversation_id, recorded[-1].seq)
+    open_runtime(conversation_id=conversation_id, now=now)
+    return {"conversation_id": conversation_id, "turn_id": turn_id, "run_id": run_id, "seq": recorded[-1].seq}
+
+
+def start_conversation(
+    *, assistant_id: str, message: str, persona: str, edge: str, now: datetime,
+    metadata: dict | None = None, directive: dict | None = None, idempotency: Idempotency | None = None,
+) -> dict[str, Any]:
+    """
+    Create a conversation with its first turn (batch one) and a token for the persona.
+
+    :raises NotFound: no such assistant
+    :raises BadInput: bad message, metadata or directive
+    """
+    conversation_actions.check_message(message)
+    directive = conversation_actions.check_directive(directive)
+    if metadata is not None and not isinstance(metadata, dict):
+        raise BadInput("metadata must be an object")
+    conversation_actions.check_clean(metadata, "metadata")
+    if len(json.dumps(metadata or {})) > 16_000:
+        raise BadInput("metadata is larger than 16 kB")
+    assistant = Assistant.objects.filter(id=assistant_id).first() if conversation_actions.is_uuid(assistant_id) else None
+    if assistant is None:
+        raise NotFound("no such assistant")
+    faults.reach("before_batch_one")
+
+    def write():
+        with transaction.atomic():
+            replay = conversation_actions.replayed(idempotency)
+            if replay is not None:
+                return replay
+            conversation_id = str(uuid.uuid4())
+            started = ConversationStarted(
+                assistant_id=str(assistant.id), metadata=metadata or {}, visibility="private", owner=persona, participants=[persona]
+            )
+            out = _batch_one(
+                conversation_id=conversation_id, text=message, persona=persona, edge=edge,
+                mode=assistant.config.get("mode", "agent"), directive=directive, continuation=False,
+                idempotency=idempotency, now=now, head=(0, chain.GENESIS), prefix=[started],
+            )
+            out["token"] = tokens.issue(conversation_id=conversation_id, persona=persona, edge=edge)
+            conversation_actions.remember(idempotency, conversation_id, out, 201)
+            _kick_after_commit(conversation_id)
+            return out
+
+    return conversation_actions.once(idempotency, write)
+
+
+def start_turn(
+    *, conversation_id: str, message: str, persona: str, edge: str, now: datetime,
+    expected_seq: int | None = None, directive: dict | None = None, idempotency: Idempotency | None = None,
+) -> dict[str, Any]:
+    """
+    Commit batch one of a new turn against the log head the caller observed.
+
+    An exact retry with the same Idempotency-Key returns the first answer.
+    :raises TurnConflict: the head moved since `expected_seq`, or a turn is still open
+    :raises ConversationIsCompleted: the conversation is read-only
+    :raises IdempotencyKeyReused: the key came with a different request before
+    """
+    conversation_actions.check_message(message)
+    directive = conversation_actions.check_directive(directive)
+    faults.reach("before_batch_one")
+
+    def write():
+        with transaction.atomic():
+            conversation = conversation_actions.locked(conversation_id, with_assistant=True)
+            replay = conversation_actions.replayed(idempotency)
+            if replay is not None:
+                return replay
+            _check_can_start(conversation, expected_seq)
+            mode = conversation.assistant.config.get("mode", "agent")
+            out = _batch_one(
+                conversation_id=str(conversation.id), text=message, persona=persona, edge=edge, mode=mode,
+                directive=directive, continuation=False, idempotency=idempotency, now=now,
+                head=(conversation.head_seq, conversation.head_hash), conversation=conversation,
+            )
+            conversation_actions.remember(idempotency, str(conversation.id), out, 202)
+            _kick_after_commit(str(conversation.id))
+            return out
+
+    return conversation_actions.once(idempotency, write)
+
+
+def _check_can_start(conversation: Conversation, expected_seq: int | None) -> None:
+    if conversation.status == "completed":
+        raise ConversationIsCompleted()
+    if expected_seq is not None and expected_seq != conversation.head_seq:
+        raise TurnConflict(f"the conversation moved on (head is {conversation.head_seq}, you saw {expected_seq})")
+    if WorkflowLog.objects.filter(conversation_id=conversation.id, status__in=OPEN_RUN_STATUSES, quarantined=False).exists():
+        raise TurnConflict("a turn is still open on this conversation")
+
+
+def continue_conversation(
+    *, conversation_id: str, persona: str, edge: str, now: datetime, idempotency: Idempotency | None = None
+) -> dict[str, Any]:
+    """
+    Start a new turn with the stored history after an interrupted or failed run.
+
+    :raises NothingToContinue: the latest run is not interrupted or failed
+    """
+
+    def write():
+        with transaction.atomic():
+            conversation = conversation_actions.locked(conversation_id, with_assistant=True)
+            replay = conversation_actions.replayed(idempotency)
+            if replay is not None:
+                return replay
+            _check_can_start(conversation, None)
+            latest = WorkflowLog.objects.filter(conversation_id=conversation.id).order_by("-dispatched_seq").first()
+            if latest is None or latest.status not in ("interrupted", "failed", "expired"):
+                raise NothingToContinue()
+            out = _batch_one(
+                conversation_id=str(conversation.id), text="", persona=persona, edge=edge,
+                mode=conversation.assistant.config.get("mode", "agent"), directive=None, continuation=True,
+                idempotency=idempotency, now=now, head=(conversation.head_seq, conversation.head_hash), conversation=conversation,
+            )
+            conversation_actions.remember(idempotency, str(conversation.id), out, 202)
+            _kick_after_commit(str(conversation.id))
+            return out
+
+    return conversation_actions.once(idempotency, write)
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    run_id: str
+    accepted: list[str]  # call ids newly accepted by this request
+    already: list[str]  # call ids whose identical answer was accepted before
+    run_resumes: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _same_answer(usage: ToolUsageLog, output: Any) -> bool:
+    if usage.kind == "approval":
+        return usage.output == {"decision": output.get("decision"), "reviewed": output.get("reviewed")}
+    if usage.kind == "question" and output != DECLINED:
+        return usage.output == {"answer": output.get("answer")}
+    return usage.output == output
+
+
+def _check_output(usage: ToolUsageLog, output: Any, required_approver: str, persona: str, permissions: frozenset[str],
+                  tool: dict[str, Any]) -> None:
+    if usage.kind == "approval":
+        if "approve" not in permissions:
+            raise Forbidden("this persona may not approve")
+        if not isinstance(output, dict) or output.get("decision") not in ("approve", "deny"):
+            raise BadInput("an approval needs output.decision approve or deny")
+        reviewed = output.get("reviewed")
+        if not isinstance(reviewed, dict) or not isinstance(reviewed.get("arguments"), dict):
+            raise BadInput("an approval needs output.reviewed with the tool and arguments you reviewed")
+        if reviewed.get("tool") != usage.tool or reviewed.get("arguments") != usage.arguments:
+            raise ApprovalMismatch()
+        if required_approver and persona != required_approver:
+            raise Forbidden(f"only {required_approver} may answer this approval")
+    elif usage.kind == "question":
+        if "answer_client_actions" not in permissions:
+            raise Forbidden("this persona may not answer questions")
+        if output == DECLINED:
+            return
+        if isinstance(output, dict) and "declined" in output:
+            raise BadInput('a declined question is exactly output {"declined": true}')
+        if not isinstance(output, dict) or not isinstance(output.get("answer"), str) or not output["answer"].strip():
+            raise BadInput('a question needs output.answer as non-empty text, or output {"declined": true} to skip it')
+    elif "answer_client_actions" not in permissions:
+        raise Forbidden("this persona may not answer client actions")
+    elif problem := answer_problem(tool, output):
+        raise BadInput(problem)
+
+
+def accept_results(
+    *, conversation_id: str, run_id: str, results: Any, persona: str, now: datetime,
+    permissions: frozenset[str] = frozenset(tokens.ALL_PERMISSIONS),
+) -> Acceptance:
+    """
+    Accept the first valid result set for a run's pending calls.
+
+    Idempotent for identical outputs. The check and the write happen under the conversation's row
+    lock, so two browsers answering at once are serialised and the second sees the first's answer.
+    :raises ActionResultConflict: a different output was accepted for one of the calls
+    :raises ApprovalMismatch: the reviewed tool or arguments differ from the pending call
+    :raises RunExpired: the run's pending request expired (simple runs only)
+    :raises BadInput: an output a call cannot take (a date outside its parameter's bounds, say);
+        `{"declined": true}` declines a question or client action
+    """
+    if not isinstance(results, list) or not results:
+        raise BadInput("results must be a non-empty list of {call_id, output}")
+    seen = set()
+    for item in results:
+        if not isinstance(item, dict) or not isinstance(item.get("call_id"), str) or "output" not in item:
+            raise BadInput("each result needs call_id and output")
+        if item["call_id"] in seen:
+            raise BadInput(f"call {item['call_id']} appears twice")
+        seen.add(item["call_id"])
+        conversation_actions.check_clean(item, "a result")
+    with transaction.atomic():
+        conversation = conversation_actions.locked(conversation_id, with_assistant=True)
+        if conversation.status == "completed":
+            raise ConversationIsCompleted()
+        run = WorkflowLog.objects.filter(conversation_id=conversation.id, run_id=run_id).first()
+        if run is None:
+            raise NotFound("no such run")
+        usages = {
+            u.call_id: u
+            for u in ToolUsageLog.objects.filter(run_id=run_id, call_id__in=[r["call_id"] for r in results])
+        }
+        required = (run.directives or {}).get("required_approver") or conversation.assistant.config.get("required_approver", "")
+        fresh, already = [], []
+        for item in results:
+            usage = usages.get(item["call_id"])
+            if usage is None:
+                raise NotFound(f"call {item['call_id']} is not a client action of this run")
+            if usage.status == "pending":
+                if run.status == "expired" or (usage.expires_at and usage.expires_at <= now):
+                    raise RunExpired()
+                tool = tool_by_name(conversation.assistant.config, usage.tool) or {}
+                _check_output(usage, item["output"], required, persona, permissions, tool)
+                fresh.append((usage, item["output"]))
+            elif usage.status == "expired":
+                raise RunExpired()
+            elif _same_answer(usage, item["output"]):
+                already.append(usage.call_id)
+            else:
+                raise ActionResultConflict(
+                    "Someone else already answered",
+                    accepted={"call_id": usage.call_id, "output": usage.output, "answered_by": usage.answered_by,
+                              "seq": usage.accepted_seq, "answered_at": usage.answered_at.isoformat() if usage.answered_at else None},
+                )
+        if not fresh:
+            return Acceptance(run_id, [], already, False)
+        remaining = set(run.pending) - {u.call_id for u, _ in fresh}
+        events = []
+        for i, (usage, output) in enumerate(fresh):
+            resumes = not remaining and i == len(fresh) - 1
+            if usage.kind == "approval":
+                events.append(ApprovalResponse(run_id=run_id, call_id=usage.call_id, decision=output["decision"],
+                                               reviewed={"tool": output["reviewed"]["tool"], "arguments": output["reviewed"]["arguments"]},
+                                               answered_by=persona, run_resumes=resumes))
+            elif usage.kind == "question":
+                declined = output == DECLINED
+                events.append(QuestionResponse(run_id=run_id, call_id=usage.call_id, answer="" if declined else output["answer"],
+                                               answered_by=persona, run_resumes=resumes, declined=declined))
+            else:
+                events.append(ClientResultAccepted(run_id=run_id, call_id=usage.call_id, tool=usage.tool, output=output,
+                                                   answered_by=persona, run_resumes=resumes))
+        recorded = store.append(conversation_id=str(conversation.id), events=events, turn_id=run.turn_id, actor=persona, now=now,
+                                head=(conversation.head_seq, conversation.head_hash))
+        broadcast.on_commit(conversation.id, recorded[-1].seq)
+        if not remaining:
+            transaction.on_commit(partial(faults.reach, "after_result_accepted"))
+            transaction.on_commit(partial(runner.kick, str(conversation.id)))
+        return Acceptance(run_id, [u.call_id for u, _ in fresh], already, not remaining)

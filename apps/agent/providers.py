@@ -597,12 +597,21 @@ class OpenAIProvider:
         return ModelRound(text=text, calls=_tool_calls(calls.wire(), round_number), usage=usage)
 
 
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def model_endpoints() -> tuple[str, ...]:
+    """The base URLs this deployment sends its model key to: its own, and those it lists besides."""
+    from django.conf import settings
+
+    return (settings.WAYPOINT_OPENAI_BASE_URL or OPENAI_DEFAULT_BASE_URL, *settings.WAYPOINT_MODEL_BASE_URLS)
+
+
 def provider_for(config: dict[str, Any]) -> Provider:
     """Build the provider an assistant configuration names."""
     from django.conf import settings
 
     from apps.actions.registry import private_target
-    from apps.agent.actions import OPENAI_DEFAULT_BASE_URL, model_endpoints
     from apps.agent.config import same_endpoint
 
     model = config["model"]

@@ -18,10 +18,11 @@ from django.utils.http import parse_etags
 from ninja import Header, NinjaAPI, Path, Query
 from ninja.responses import NinjaJSONEncoder, Status
 
+from apps.agent import actions
 from apps.agent.actions import create_assistant
 from apps.api import errors, schemas
 from apps.api.auth import AUTH, Principal
-from apps.conversations import actions, queries, tokens
+from apps.conversations import queries, tokens
 from apps.conversations.errors import BadInput, Forbidden, NotFound
 
 api = NinjaAPI(

@@ -12,9 +12,10 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST, require_safe
 
+from apps.agent import actions
 from apps.agent.models import Assistant
 from apps.agent.tools import DECLINED
-from apps.conversations import actions, queries, tokens
+from apps.conversations import queries, tokens
 from apps.conversations.errors import (
     ActionResultConflict,
     ConversationIsCompleted,

@@ -19,7 +19,6 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from apps.agent.models import Assistant
 from apps.conversations import broadcast
 from apps.conversations.errors import BadInput, NotFound
 from apps.conversations.models import Conversation, Lease
@@ -38,8 +37,8 @@ from apps.people.actions import check_persona
 from apps.runs.models import WorkflowLog
 from apps.workspaces.models import Artifact, Closure, Memory, Runtime
 from apps.workspaces.policy import MalformedDuration, idle_due, idle_timeout_seconds, parse_duration
-from apps.workspaces.queries import artifact_dict, open_closure
-from apps.workspaces.storage import Workspace
+from apps.workspaces.queries import open_closure
+from apps.workspaces.storage import Workspace, artifact_dict
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +215,9 @@ def release_completed_runtime(*, conversation_id: str, now: datetime) -> bool:
 def _timeouts() -> dict[int, list]:
     """Assistant ids by their idle timeout (0, disabled, left out); reads one JSON key per assistant."""
     by_timeout: dict[int, list] = {}
-    for assistant_id, own in Assistant.objects.annotate(own=F("config__idle_timeout_seconds")).values_list("id", "own"):
+    # The assistants, through the conversation's relation: their configuration is the agent's, read here for one key.
+    assistants = Conversation.assistant.field.related_model
+    for assistant_id, own in assistants.objects.annotate(own=F("config__idle_timeout_seconds")).values_list("id", "own"):
         timeout = idle_timeout_seconds({"idle_timeout_seconds": own}, settings.WAYPOINT_IDLE_TIMEOUT_SECONDS)
         if timeout:
             by_timeout.setdefault(timeout, []).append(assistant_id)

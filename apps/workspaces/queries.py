@@ -15,7 +15,7 @@ from apps.ledger import sql
 from apps.ledger.store import iso
 from apps.runs.models import WorkflowLog
 from apps.workspaces.models import Artifact, Closure, Memory
-from apps.workspaces.storage import Workspace, WorkspaceError, segment
+from apps.workspaces.storage import Workspace, WorkspaceError, artifact_dict, segment
 
 ARTIFACT_ACTION = "write_artifact"
 # What `artifact_recovery_state` can say about one tool call (docs/people.md "Artifacts").
@@ -49,24 +49,6 @@ def active_facts(conversation_id: str) -> list[str]:
 
 
 # --- artifacts ----------------------------------------------------------------------------------
-
-
-def artifact_dict(artifact: Artifact) -> dict[str, Any]:
-    return {
-        "artifact_id": artifact.artifact_id,
-        "turn_id": artifact.turn_id,
-        "call_id": artifact.call_id,
-        "name": artifact.name,
-        "media_type": artifact.media_type,
-        "sha256": artifact.sha256,
-        "size": artifact.size,
-        "path": artifact.path,
-        "source": {"identity": artifact.source_identity, "revision": artifact.source_revision},
-        "status": artifact.status,
-        "created_at": _when(artifact.created_at),
-        "acknowledged_by": artifact.acknowledged_by,
-        "acknowledged_at": _when(artifact.acknowledged_at),
-    }
 
 
 def artifacts(conversation: Conversation) -> list[dict[str, Any]]:

@@ -275,8 +275,6 @@ class Workspace:
         whatever it asks for now (a retried call after a crash must not make a second one).
         :raises WorkspaceError: a bad name or media type, a turn of another conversation, too large
         """
-        from apps.workspaces.queries import artifact_dict
-
         existing = Artifact.objects.filter(conversation_id=self.conversation_id, turn_id=turn_id, call_id=call_id).first()
         if existing is not None:
             return artifact_dict(existing)
@@ -362,3 +360,26 @@ def workspace_for(conversation_id: str, *, lease: tuple[str, int] | None = None)
     if not Conversation.objects.filter(id=cid).exists():
         raise WorkspaceError("no such conversation")
     return Workspace(cid, lease=lease)
+
+
+def _iso_or_none(value) -> str | None:
+    return store.iso(value) if value else None
+
+
+def artifact_dict(artifact: Artifact) -> dict[str, Any]:
+    """An artifact record as the API, the pages and the tool that made it show it."""
+    return {
+        "artifact_id": artifact.artifact_id,
+        "turn_id": artifact.turn_id,
+        "call_id": artifact.call_id,
+        "name": artifact.name,
+        "media_type": artifact.media_type,
+        "sha256": artifact.sha256,
+        "size": artifact.size,
+        "path": artifact.path,
+        "source": {"identity": artifact.source_identity, "revision": artifact.source_revision},
+        "status": artifact.status,
+        "created_at": _iso_or_none(artifact.created_at),
+        "acknowledged_by": artifact.acknowledged_by,
+        "acknowledged_at": _iso_or_none(artifact.acknowledged_at),
+    }

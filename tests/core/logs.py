@@ -6,7 +6,8 @@ import contextlib
 
 from django.db import connection, transaction
 
-from apps.conversations import actions, queries
+from apps.agent import actions
+from apps.conversations import queries
 from apps.ledger.models import Event
 
 

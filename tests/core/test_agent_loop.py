@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 
 from apps.actions.models import ActionLog
-from apps.agent import runner
+from apps.agent import actions, runner
 from apps.agent.turns import FALLBACK_REPLY
-from apps.conversations import actions, queries
+from apps.conversations import queries
 from apps.conversations.errors import (
     ActionResultConflict,
     ApprovalMismatch,

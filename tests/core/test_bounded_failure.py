@@ -12,9 +12,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.agent import runner
+from apps.agent import actions, runner
 from apps.agent.models import Assistant
-from apps.conversations import actions, lease, queries
+from apps.conversations import lease, queries
 from apps.conversations.models import Conversation
 from apps.ledger import store
 from apps.ledger.replay import replay, verify

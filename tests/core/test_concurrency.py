@@ -3,7 +3,7 @@ import threading
 import pytest
 from django.db import connection
 
-from apps.conversations import actions
+from apps.agent import actions
 from apps.conversations.errors import IdempotencyKeyReused, TurnConflict
 from apps.ledger import store
 from apps.ledger.replay import replay, verify

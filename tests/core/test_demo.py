@@ -4,12 +4,12 @@ import pytest
 from django.core.management import call_command
 
 from apps.actions.models import ActionLog
-from apps.agent import history, turns
+from apps.agent import actions, history, turns
 from apps.agent.actions import load_demo
 from apps.agent.demo import DEMO_INSTRUCTIONS
 from apps.agent.models import Assistant
 from apps.agent.providers import ModelRequest, provider_for
-from apps.conversations import actions, queries
+from apps.conversations import queries
 from apps.ledger import store
 from apps.ledger.replay import replay
 from tests.core.logs import answer, approve, turn

@@ -8,8 +8,7 @@ from django.core.management import call_command
 from django.db import transaction
 from django.utils import timezone
 
-from apps.agent import runner
-from apps.conversations import actions
+from apps.agent import actions, runner
 from apps.conversations.models import Conversation
 from apps.ledger import repair, store
 from apps.ledger.replay import replay, verify

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
-from apps.conversations import actions, queries
+from apps.agent import actions
+from apps.conversations import queries
 from apps.conversations.errors import TurnConflict
 from apps.conversations.models import ChatMessage
 from apps.ledger.store import iso

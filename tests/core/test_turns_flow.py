@@ -1,6 +1,7 @@
 import pytest
 
-from apps.conversations import actions, queries
+from apps.agent import actions
+from apps.conversations import queries
 from apps.conversations.errors import ActionResultConflict, ConversationIsCompleted, TurnConflict
 from apps.ledger.replay import replay
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.conversations import actions, queries
+from apps.agent import actions
+from apps.conversations import queries
 from apps.ledger import store
 from apps.ledger.replay import replay
 

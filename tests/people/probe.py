@@ -19,8 +19,8 @@ def start(*, config: dict[str, Any], count: int) -> list[str]:
     """Create an assistant and `count` conversations on it (each with one plain turn)."""
     from django.utils import timezone
 
+    from apps.agent import actions
     from apps.agent.actions import create_assistant
-    from apps.conversations import actions
 
     assistant_id = str(create_assistant(config=config).id)
     return [
@@ -33,7 +33,7 @@ def start(*, config: dict[str, Any], count: int) -> list[str]:
 def turn(*, conversation_id: str, message: str) -> str:
     from django.utils import timezone
 
-    from apps.conversations import actions
+    from apps.agent import actions
 
     return actions.start_turn(conversation_id=conversation_id, message=message, persona="shop:alice", edge="api",
                               now=timezone.now())["turn_id"]

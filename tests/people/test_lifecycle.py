@@ -4,8 +4,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.agent import runner
-from apps.conversations import actions
+from apps.agent import actions, runner
 from apps.conversations.models import ChatMessage, Conversation, Lease
 from apps.ledger.models import Event
 from apps.workspaces import actions as lifecycle

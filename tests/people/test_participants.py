@@ -1,6 +1,7 @@
 import pytest
 
-from apps.conversations import actions, tokens
+from apps.agent import actions
+from apps.conversations import tokens
 from apps.conversations.errors import BadInput, Forbidden
 from apps.conversations.models import Conversation
 from apps.ledger.replay import verify

@@ -2,7 +2,7 @@ from datetime import timedelta
 
 import pytest
 
-from apps.conversations import actions
+from apps.agent import actions
 from apps.conversations.models import Conversation
 from apps.ledger.replay import replay, verify
 from apps.people import actions as people

@@ -18,8 +18,8 @@ def lab(*, config: dict[str, Any], conversations: int, message: str) -> dict[str
     """Create an assistant and `conversations` conversations whose first turn (`message`) completed."""
     from django.utils import timezone
 
+    from apps.agent import actions
     from apps.agent.actions import create_assistant
-    from apps.conversations import actions
 
     created = create_assistant(config=config)
     started = [

@@ -12,7 +12,8 @@ import json
 import pytest
 
 from apps.actions.models import ActionLog
-from apps.conversations import actions, queries
+from apps.agent import actions
+from apps.conversations import queries
 from apps.ledger.replay import replay, verify
 from apps.runs.models import WorkflowLog
 

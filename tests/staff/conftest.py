@@ -59,9 +59,8 @@ def quarantined(db, settings, clock, receiver):
     before the outcome is recorded (nothing runs the turn meanwhile: the runner is switched off).
     Recovery then drives the orphaned run and the planner marks the turn ambiguous.
     """
-    from apps.agent import runner
+    from apps.agent import actions, runner
     from apps.agent.actions import create_assistant
-    from apps.conversations import actions
     from apps.conversations.models import Conversation
     from apps.ledger import store
     from apps.ledger.types import ActionStarted

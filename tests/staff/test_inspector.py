@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.urls import reverse
 
-from apps.conversations import actions
+from apps.agent import actions
 from apps.conversations.models import ChatMessage
 from apps.ledger.models import Event
 from apps.staff import queries

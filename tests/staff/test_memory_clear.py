@@ -3,7 +3,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from apps.conversations import actions
+from apps.agent import actions
 from apps.conversations.queries import conversation_for, conversation_state
 from apps.ledger import store
 from apps.workspaces.queries import list_memory

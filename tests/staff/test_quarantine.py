@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from apps.actions.models import ActionLog
-from apps.conversations import actions as conversation_actions
+from apps.agent import actions as conversation_actions
 from apps.ledger import replay
 from apps.ledger.models import Event
 from apps.runs.models import WorkflowLog
@@ -195,7 +195,7 @@ class TestResolutionRules:
 
 
 def approve(cid, call, clock, persona="guest:alice"):
-    from apps.conversations import actions as conversation_actions
+    from apps.agent import actions as conversation_actions
 
     return conversation_actions.accept_results(
         conversation_id=cid, run_id=state(cid)["run_id"], persona=persona, now=clock(),

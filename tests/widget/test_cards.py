@@ -3,7 +3,8 @@ import re
 
 import pytest
 
-from apps.conversations import actions, queries
+from apps.agent import actions
+from apps.conversations import queries
 from tests.widget.conftest import enabled_inputs
 
 pytestmark = pytest.mark.django_db

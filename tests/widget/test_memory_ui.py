@@ -2,7 +2,8 @@ import re
 
 import pytest
 
-from apps.conversations import actions, tokens
+from apps.agent import actions
+from apps.conversations import tokens
 from apps.conversations.queries import conversation_for, conversation_state
 from apps.ledger import store
 from apps.people.actions import add_participant, issue_participant_token
