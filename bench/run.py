@@ -461,8 +461,7 @@ def long_conversation(assistant, *, messages: int) -> tuple[str, str]:
             run_id, turn_id = new_id("run"), new_id("turn")
             text = f"message {n}: " + "lorem ipsum dolor sit amet " * 4
             conversation = Conversation.objects.select_for_update(no_key=True).get(id=cid)
-            store.append(conversation_id=cid, turn_id=turn_id, actor="guest:bench", now=timezone.now(),
-                         head=(conversation.head_seq, conversation.head_hash), events=[
+            store.append(conversation, turn_id=turn_id, actor="guest:bench", now=timezone.now(), events=[
                              TurnDispatched(run_id=run_id, message_id=new_id("msg"), text=text, edge="api", caller="guest:bench",
                                             participants=["guest:bench"]),
                              ModelRound(run_id=run_id, round=1, text=f"You said: {text}", usage={"rounds": 1}),
@@ -1116,8 +1115,7 @@ def ten_thousand_events(assistant) -> str:
                    TurnComplete(run_id=run_id, message_id=new_id("msg"), text="Done")]
         with transaction.atomic():
             conversation = Conversation.objects.select_for_update(no_key=True).get(id=cid)
-            store.append(conversation_id=cid, turn_id=turn_id, actor="agent", now=timezone.now(),
-                         head=(conversation.head_seq, conversation.head_hash), events=events)
+            store.append(conversation, turn_id=turn_id, actor="agent", now=timezone.now(), events=events)
     return cid
 
 

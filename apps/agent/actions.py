@@ -39,7 +39,7 @@ from apps.conversations.errors import (
     TurnConflict,
 )
 from apps.conversations.models import Conversation
-from apps.ledger import chain, store
+from apps.ledger import store
 from apps.ledger.types import (
     ApprovalResponse,
     ClientResultAccepted,
@@ -48,7 +48,7 @@ from apps.ledger.types import (
     QuestionResponse,
     TurnDispatched,
 )
-from apps.people.queries import participant_personas, participants
+from apps.people.queries import participants
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.workspaces.actions import open_runtime, reopen_events
 
@@ -105,12 +105,12 @@ def _kick_after_commit(conversation_id: str) -> None:
 
 def _batch_one(
     *, conversation_id: str, text: str, persona: str, edge: str, mode: str, directive: dict | None,
-    continuation: bool, idempotency: Idempotency | None, now: datetime, head: tuple[int, str] | None = None,
-    prefix: list | None = None, conversation: Conversation | None = None,
+    continuation: bool, idempotency: Idempotency | None, now: datetime, conversation: Conversation,
+    prefix: list | None = None,
 ) -> dict[str, Any]:
     turn_id, run_id = conversation_actions.new_id("turn"), conversation_actions.new_id("run")
     # Attribution: everyone admitted to the conversation when the turn came (owner first) and the caller.
-    admitted = [p["persona"] for p in participants(conversation)] if conversation else participant_personas(conversation_id)
+    admitted = [p["persona"] for p in participants(conversation)]
     participants_now = list(dict.fromkeys([*admitted, *([persona] if persona else [])]))
     events = [
         *(prefix or []),
@@ -137,7 +137,7 @@ def _batch_one(
                 required_approver=directive.get("required_approver", ""),
             )
         )
-    recorded = store.append(conversation_id=conversation_id, events=events, turn_id=turn_id, actor=persona, now=now, head=head)
+    recorded = store.append(conversation, events, turn_id=turn_id, actor=persona, now=now)
     broadcast.on_commit(conversation_id, recorded[-1].seq)
     open_runtime(conversation_id=conversation_id, now=now)
     return {"conversation_id": conversation_id, "turn_id": turn_id, "run_id": run_id, "seq": recorded[-1].seq}
@@ -177,7 +177,8 @@ def start_conversation(
             out = _batch_one(
                 conversation_id=conversation_id, text=message, persona=persona, edge=edge,
                 mode=assistant.config.get("mode", "agent"), directive=directive, continuation=False,
-                idempotency=idempotency, now=now, head=(0, chain.GENESIS), prefix=[started],
+                # The row is the projection of `started`: the append chains on the new row's head (0, GENESIS).
+                idempotency=idempotency, now=now, conversation=Conversation(id=conversation_id), prefix=[started],
             )
             out["token"] = tokens.issue(conversation_id=conversation_id, persona=persona, edge=edge)
             conversation_actions.remember(idempotency, conversation_id, out, 201)
@@ -213,8 +214,7 @@ def start_turn(
             mode = conversation.assistant.config.get("mode", "agent")
             out = _batch_one(
                 conversation_id=str(conversation.id), text=message, persona=persona, edge=edge, mode=mode,
-                directive=directive, continuation=False, idempotency=idempotency, now=now,
-                head=(conversation.head_seq, conversation.head_hash), conversation=conversation,
+                directive=directive, continuation=False, idempotency=idempotency, now=now, conversation=conversation,
             )
             conversation_actions.remember(idempotency, str(conversation.id), out, 202)
             _kick_after_commit(str(conversation.id))
@@ -254,7 +254,7 @@ def continue_conversation(
             out = _batch_one(
                 conversation_id=str(conversation.id), text="", persona=persona, edge=edge,
                 mode=conversation.assistant.config.get("mode", "agent"), directive=None, continuation=True,
-                idempotency=idempotency, now=now, head=(conversation.head_seq, conversation.head_hash), conversation=conversation,
+                idempotency=idempotency, now=now, conversation=conversation,
             )
             conversation_actions.remember(idempotency, str(conversation.id), out, 202)
             _kick_after_commit(str(conversation.id))
@@ -386,8 +386,7 @@ def accept_results(
             else:
                 events.append(ClientResultAccepted(run_id=run_id, call_id=usage.call_id, tool=usage.tool, output=output,
                                                    answered_by=persona, run_resumes=resumes))
-        recorded = store.append(conversation_id=str(conversation.id), events=events, turn_id=run.turn_id, actor=persona, now=now,
-                                head=(conversation.head_seq, conversation.head_hash))
+        recorded = store.append(conversation, events, turn_id=run.turn_id, actor=persona, now=now)
         broadcast.on_commit(conversation.id, recorded[-1].seq)
         if not remaining:
             transaction.on_commit(partial(faults.reach, "after_result_accepted"))

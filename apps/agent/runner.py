@@ -40,7 +40,7 @@ from apps.agent.config import BUILTIN_TOOLS
 from apps.agent.models import Assistant
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.conversations import broadcast, faults, lease
-from apps.conversations.actions import new_id
+from apps.conversations.actions import locked, new_id
 from apps.conversations.models import Conversation, Lease
 from apps.ledger import sql, store
 from apps.ledger.store import LeaseLost
@@ -331,9 +331,9 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
     while True:
         try:
             with transaction.atomic():
-                recorded, journal.head = store.append_on(
-                    guess, conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor,
-                    now=timezone.now(), lease=held.token,
+                recorded, journal.head = store.append_optimistic(
+                    guess, held.token, conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor,
+                    now=timezone.now(),
                 )
                 broadcast.on_commit(conversation_id, recorded[-1].seq)
             break
@@ -670,14 +670,11 @@ def expire_simple_runs(*, now) -> int:
     )
     for cid, run_id, turn_id in due:
         with transaction.atomic():
-            conversation = Conversation.objects.select_for_update(no_key=True).get(id=cid)
+            conversation = locked(str(cid))
             calls = list(ToolUsageLog.objects.filter(run_id=run_id, status="pending").values_list("call_id", flat=True))
             if not calls or not WorkflowLog.objects.filter(run_id=run_id, status="waiting").exists():
                 continue
-            recorded = store.append(
-                conversation_id=str(cid), events=[TurnExpired(run_id=run_id, call_ids=calls)], turn_id=turn_id,
-                actor="system", now=now, head=(conversation.head_seq, conversation.head_hash),
-            )
+            recorded = store.append(conversation, [TurnExpired(run_id=run_id, call_ids=calls)], turn_id=turn_id, actor="system", now=now)
             broadcast.on_commit(cid, recorded[-1].seq)
             expired += 1
     return expired

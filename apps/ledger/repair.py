@@ -117,12 +117,10 @@ def repair(*, conversation_id: str, actor: str, now: datetime) -> RepairReport:
         why = f"removed {unreadable_count} unreadable and {dependent} dependent entries" if dependent else (
             f"removed {unreadable_count} unreadable {'entry' if unreadable_count == 1 else 'entries'}"
         )
+        conversation.head_seq, conversation.head_hash = last.seq, last.hash  # the re-chained log's head
         [entry] = store.append(
-            conversation_id=cid,
-            events=[Repair(removed=gone, reason=f"{why}; re-chained and re-signed the {len(rechained)} left")],
-            actor=actor,
-            now=now,
-            head=(last.seq, last.hash),
+            conversation, [Repair(removed=gone, reason=f"{why}; re-chained and re-signed the {len(rechained)} left")],
+            actor=actor, now=now,
         )
     return RepairReport(removed=gone, kept=len(rechained), repair_seq=entry.seq)
 

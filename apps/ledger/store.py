@@ -73,7 +73,7 @@ class HeadMoved(Exception):
     """
     The log moved past the head an optimistic append assumed, or the lease no longer holds.
 
-    The transaction must be rolled back; `append` with the row locked then says which.
+    The transaction must be rolled back; `append_optimistic` with no head then says which.
     """
 
 
@@ -83,46 +83,50 @@ def iso(moment: datetime) -> str:
 
 
 def append(
-    *,
-    conversation_id: str,
+    conversation: models.Model,
     events: list[EventKind],
+    *,
     turn_id: str = "",
     actor: str = "",
     now: datetime,
-    head: tuple[int, str] | None = None,
     lease: tuple[str, int] | None = None,
 ) -> list[Recorded]:
     """
-    Append entries to a conversation's log and apply what they imply to the four stores.
+    Append entries on a conversation the caller has locked, and apply what they imply to the stores.
 
-    Must run inside `transaction.atomic()`. With `head` the caller has locked the conversation row
-    and read its head (a new conversation passes (0, GENESIS)); without it, the row is locked and
-    its head read here.
-    :raises LeaseLost: `lease` (holder, version) no longer holds the conversation
+    For actions. Must run inside `transaction.atomic()`. `conversation` is the partition row, locked
+    in this transaction (`conversations.actions.locked`), whose `head_seq`/`head_hash` are the head
+    the entries chain on; a conversation being created is its unsaved row (head 0, GENESIS). Its
+    head is moved on in place. With `lease` (holder, version) the append also checks that this
+    writer's lease still holds.
+    :raises LeaseLost: `lease` no longer holds the conversation
     """
     _in_transaction()
-    cid = str(conversation_id)
-    if head is None or lease is not None:
-        head = _lock_head(cid, lease, head)
-    return _write(cid, events, turn_id=turn_id, actor=actor, now=now, head=head)[0]
+    cid = str(conversation.pk)
+    head = (conversation.head_seq, conversation.head_hash)
+    if lease is not None:
+        _lock_head(cid, lease, head)
+    recorded, (conversation.head_seq, conversation.head_hash) = _write(cid, events, turn_id=turn_id, actor=actor, now=now, head=head)
+    return recorded
 
 
-def append_on(
+def append_optimistic(
     head: tuple[int, str] | None,
+    lease: tuple[str, int],
     *,
     conversation_id: str,
     events: list[EventKind],
     turn_id: str,
     actor: str,
     now: datetime,
-    lease: tuple[str, int],
 ) -> tuple[list[Recorded], tuple[int, str]]:
     """
     Append on the head this writer itself wrote last, without locking the row first.
 
-    The single writer of a running turn usually knows the head: it wrote it. Its append then goes
-    to PostgreSQL in one round trip, the head update checking that head and the lease. Returns the
-    entries and the new head. With `head` None the row is locked and read first, as `append` does.
+    For the runner, the single writer of a running turn, which usually knows the head: it wrote it.
+    Its append then goes to PostgreSQL in one round trip, the head update checking that head and
+    the lease (holder, version). Returns the entries and the new head. With `head` None the row is
+    locked and read first.
     :raises HeadMoved: another entry came first or the lease is gone; roll back and try with None
     :raises LeaseLost: (`head` None) the lease no longer holds
     """

@@ -14,6 +14,7 @@ from typing import Any
 from django.db import transaction
 
 from apps.conversations import broadcast, tokens
+from apps.conversations.actions import locked
 from apps.conversations.errors import BadInput, ConversationIsCompleted, Forbidden, NotFound
 from apps.conversations.models import Conversation
 from apps.ledger import store
@@ -42,18 +43,8 @@ def _permissions(value: Any) -> list[str]:
         raise BadInput(str(exc)) from exc
 
 
-def _locked(conversation_id: str) -> Conversation:
-    conversation = Conversation.objects.select_for_update(no_key=True).filter(id=conversation_id).first()
-    if conversation is None:
-        raise NotFound("no such conversation")
-    return conversation
-
-
 def _append(conversation: Conversation, events: list, actor: str, now: datetime) -> None:
-    recorded = store.append(
-        conversation_id=str(conversation.id), events=events, actor=actor, now=now,
-        head=(conversation.head_seq, conversation.head_hash),
-    )
+    recorded = store.append(conversation, events, actor=actor, now=now)
     broadcast.on_commit(conversation.id, recorded[-1].seq)
 
 
@@ -75,7 +66,7 @@ def add_participant(
     if "view" not in granted:
         raise BadInput("a participant needs at least the view permission")
     with transaction.atomic():
-        conversation = _locked(conversation_id)
+        conversation = locked(conversation_id)
         if conversation.status == "completed":
             raise ConversationIsCompleted()
         if persona == conversation.owner:
@@ -96,7 +87,7 @@ def remove_participant(*, conversation_id: str, persona: str, by: str, now: date
     persona = check_persona(persona)
     by = check_persona(by, what="by")
     with transaction.atomic():
-        conversation = _locked(conversation_id)
+        conversation = locked(conversation_id)
         if not Participant.objects.filter(conversation_id=conversation.id, persona=persona, status="active").exists():
             raise NotFound("this persona is not a participant of the conversation")
         _append(conversation, [ParticipantRemoved(persona=persona, removed_by=by)], by, now)
@@ -120,7 +111,7 @@ def issue_participant_token(
     if edge not in EDGES:
         raise BadInput(f"edge must be one of {list(EDGES)}")
     with transaction.atomic():
-        conversation = _locked(conversation_id)
+        conversation = locked(conversation_id)
         allowed = permissions_of(conversation, persona)
         if not allowed:
             if conversation.visibility != "shared":

@@ -25,12 +25,6 @@ def participants(conversation: Conversation) -> list[dict[str, Any]]:
     return out
 
 
-def participant_personas(conversation_id: str) -> list[str]:
-    """The personas a turn of this conversation is attributed to as participants (owner first)."""
-    conversation = Conversation.objects.filter(id=conversation_id).only("id", "owner", "created_at", "visibility").first()
-    return [p["persona"] for p in participants(conversation)] if conversation else []
-
-
 def permissions_of(conversation: Conversation, persona: str) -> frozenset[str]:
     """
     Return what a persona may do in a conversation; empty when it is not admitted.

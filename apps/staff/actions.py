@@ -24,9 +24,8 @@ from apps.agent.models import Assistant
 from apps.api import keys
 from apps.api.models import ApiKey
 from apps.conversations import broadcast
-from apps.conversations.actions import check_clean
+from apps.conversations.actions import check_clean, locked
 from apps.conversations.errors import BadInput, ConversationIsCompleted, NotFound, WaypointError
-from apps.conversations.models import Conversation
 from apps.ledger import store
 from apps.ledger.types import QuarantineResolved, Recorded
 from apps.runs.models import WorkflowLog
@@ -112,7 +111,7 @@ def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, n
     if conversation_id is None:
         raise NotFound("no such run")
     with transaction.atomic():
-        conversation = Conversation.objects.select_for_update(no_key=True).get(id=conversation_id)
+        conversation = locked(conversation_id)
         run = WorkflowLog.objects.get(run_id=run_id)
         ambiguous = ActionLog.objects.filter(turn_id=run.turn_id, status="ambiguous").order_by("started_at", "id").first()
         if not run.quarantined or ambiguous is None:
@@ -123,13 +122,12 @@ def resolve_quarantine(*, run_id: str, resolution: str, note: str, actor: str, n
             if WorkflowLog.objects.filter(conversation_id=conversation.id, dispatched_seq__gt=run.dispatched_seq).exists():
                 raise TurnMovedOn()
         recorded = store.append(
-            conversation_id=str(conversation.id),
-            events=[QuarantineResolved(run_id=run.run_id, call_id=ambiguous.call_id, resolution=resolution, note=note, result=result,
-                                       customer_visible=bool(customer_visible and note))],
+            conversation,
+            [QuarantineResolved(run_id=run.run_id, call_id=ambiguous.call_id, resolution=resolution, note=note, result=result,
+                                customer_visible=bool(customer_visible and note))],
             turn_id=run.turn_id,
             actor=actor,
             now=now,
-            head=(conversation.head_seq, conversation.head_hash),
         )
         broadcast.on_commit(conversation.id, recorded[-1].seq)
         if resolution == "not_done_retry":

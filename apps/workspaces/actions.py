@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import F
 
 from apps.conversations import broadcast
+from apps.conversations.actions import locked
 from apps.conversations.errors import BadInput, NotFound
 from apps.conversations.models import Conversation, Lease
 from apps.ledger import store
@@ -47,18 +48,8 @@ MAX_FACTS = 200
 OPEN_RUNS = ("running", "waiting")
 
 
-def _locked(conversation_id: str) -> Conversation:
-    conversation = Conversation.objects.select_for_update(no_key=True).filter(id=conversation_id).first()
-    if conversation is None:
-        raise NotFound("no such conversation")
-    return conversation
-
-
 def _append(conversation: Conversation, events: list[EventKind], *, actor: str, now: datetime, turn_id: str = "") -> None:
-    recorded = store.append(
-        conversation_id=str(conversation.id), events=events, turn_id=turn_id, actor=actor, now=now,
-        head=(conversation.head_seq, conversation.head_hash),
-    )
+    recorded = store.append(conversation, events, turn_id=turn_id, actor=actor, now=now)
     broadcast.on_commit(conversation.id, recorded[-1].seq)
 
 
@@ -105,7 +96,7 @@ def clear_memory(*, conversation_id: str, persona: str, now: datetime, fact_ids:
     if fact_ids is not None and (not isinstance(fact_ids, list) or not all(isinstance(f, str) for f in fact_ids)):
         raise BadInput("fact_ids must be a list of fact ids")
     with transaction.atomic():
-        conversation = _locked(conversation_id)
+        conversation = locked(conversation_id)
         active = Memory.objects.filter(conversation_id=conversation.id, status="active")
         if fact_ids is not None:
             found = set(active.filter(fact_id__in=fact_ids).values_list("fact_id", flat=True))
@@ -134,7 +125,7 @@ def acknowledge_artifact(*, conversation_id: str, artifact_id: str, persona: str
 
     persona = check_persona(persona)
     with transaction.atomic():
-        conversation = _locked(conversation_id)
+        conversation = locked(conversation_id)
         artifact = Artifact.objects.filter(conversation_id=conversation.id, artifact_id=artifact_id).first()
         if artifact is None:
             raise NotFound("no such artifact in this conversation")
@@ -175,7 +166,7 @@ def close_if_idle(*, conversation_id: str, now: datetime) -> bool:
     no last turn. Returns whether it closed.
     """
     with transaction.atomic():
-        conversation = _locked(conversation_id)
+        conversation = locked(conversation_id)
         timeout = idle_timeout_seconds(conversation.assistant.config, settings.WAYPOINT_IDLE_TIMEOUT_SECONDS)
         if conversation.status == "completed" or open_closure(str(conversation.id)) is not None:
             return False
@@ -199,7 +190,7 @@ def release_completed_runtime(*, conversation_id: str, now: datetime) -> bool:
     record closed, scratch space removed. Its log says nothing new: completion already ended it.
     """
     with transaction.atomic():
-        conversation = _locked(conversation_id)
+        conversation = locked(conversation_id)
         timeout = idle_timeout_seconds(conversation.assistant.config, settings.WAYPOINT_IDLE_TIMEOUT_SECONDS)
         if conversation.status != "completed" or not idle_due(last_turn_at=conversation.last_turn_at, timeout_seconds=timeout, now=now):
             return False
@@ -282,7 +273,7 @@ def delete_expired_runtimes(*, now: datetime, limit: int = 200) -> int | None:
     due = Runtime.objects.filter(closed_at__isnull=False, closed_at__lte=now - window).values_list("conversation_id", flat=True)[:limit]
     for conversation_id in due:
         with transaction.atomic():
-            conversation = _locked(str(conversation_id))
+            conversation = locked(str(conversation_id))
             if conversation.status != "completed" and open_closure(str(conversation_id)) is None:
                 continue  # reopened meanwhile: its runtime is in use again
             deleted += Runtime.objects.filter(conversation_id=conversation_id, closed_at__lte=now - window).delete()[0]

@@ -34,6 +34,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from apps.conversations import broadcast, faults
+from apps.conversations.actions import locked
 from apps.conversations.models import Conversation
 from apps.ledger import store
 from apps.ledger.types import ArtifactCreated
@@ -298,12 +299,9 @@ class Workspace:
         )
         try:
             with transaction.atomic():
-                conversation = Conversation.objects.select_for_update(no_key=True).get(id=self.conversation_id)
+                conversation = locked(self.conversation_id)
                 if not Artifact.objects.filter(turn_id=turn_id, call_id=call_id).exists():
-                    recorded = store.append(
-                        conversation_id=self.conversation_id, events=[event], turn_id=turn_id, actor="agent", now=now,
-                        head=(conversation.head_seq, conversation.head_hash), lease=self.lease,
-                    )
+                    recorded = store.append(conversation, [event], turn_id=turn_id, actor="agent", now=now, lease=self.lease)
                     broadcast.on_commit(self.conversation_id, recorded[-1].seq)
                     transaction.on_commit(partial(faults.reach, "after_artifact"))
         except IntegrityError:

@@ -97,8 +97,8 @@ class TestResumptionsWithoutProgress:
         for attempt in (1, 2, 3):
             with transaction.atomic():
                 conversation = Conversation.objects.select_for_update(no_key=True).get(id=cid)
-                store.append(conversation_id=cid, events=[TurnRetried(run_id=run_id, attempt=attempt, after_seq=conversation.head_seq)],
-                             turn_id=turn_id, actor="system", now=clock(), head=(conversation.head_seq, conversation.head_hash))
+                store.append(conversation, events=[TurnRetried(run_id=run_id, attempt=attempt, after_seq=conversation.head_seq)],
+                             turn_id=turn_id, actor="system", now=clock())
         settings.WAYPOINT_RUNNER = "inline"
 
         runner.drive(cid, recovering=True)

@@ -1,5 +1,5 @@
 """
-The runner's append on the head it wrote last (`store.append_on`): one round trip when nobody else
+The runner's append on the head it wrote last (`store.append_optimistic`): one round trip when nobody else
 wrote, a clean refusal (and nothing written) when somebody did or the lease moved on.
 """
 
@@ -31,8 +31,8 @@ def held_lease(cid: str, clock) -> lease.Held:
 
 def append_on(head, cid: str, held: lease.Held, clock, n: int):
     with transaction.atomic():
-        return store.append_on(head, conversation_id=cid, events=[token_event(n)], turn_id="", actor="test", now=clock(),
-                               lease=held.token)
+        return store.append_optimistic(head, held.token, conversation_id=cid, events=[token_event(n)], turn_id="", actor="test",
+                                       now=clock())
 
 
 class TestAppendOnAKnownHead:

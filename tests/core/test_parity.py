@@ -76,9 +76,7 @@ def crashed_mid_action(cid: str, tool: str, arguments: dict) -> None:
     call = {"call_id": "call_1_1", "tool": tool, "arguments": arguments}
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update(no_key=True).get(id=cid)
-        store.append(
-            conversation_id=cid, turn_id=turn_id, actor="agent", now=timezone.now(),
-            head=(conversation.head_seq, conversation.head_hash),
+        store.append(conversation, turn_id=turn_id, actor="agent", now=timezone.now(),
             events=[
                 ModelRound(run_id=run["run_id"], round=1, calls=[call]),
                 ActionStarted(run_id=run["run_id"], call_id="call_1_1", tool=tool, action="webhook", arguments=arguments,

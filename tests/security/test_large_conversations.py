@@ -13,7 +13,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections, transaction
 from django.utils import timezone
 
-from apps.conversations.actions import new_id
+from apps.conversations.actions import locked, new_id
 from apps.ledger import store
 from apps.ledger.types import TurnComplete, TurnDispatched
 from apps.widget.pushes import MAX_PUSH_BYTES
@@ -37,7 +37,7 @@ def ten_thousand_messages(start) -> dict:
     for _ in range(4_999):  # with the first turn's two: 10,000 messages
         run_id, turn_id = new_id("run"), new_id("turn")
         with transaction.atomic():
-            store.append(conversation_id=cid, turn_id=turn_id, actor="guest:alice", now=timezone.now(), events=[
+            store.append(locked(cid), turn_id=turn_id, actor="guest:alice", now=timezone.now(), events=[
                 TurnDispatched(run_id=run_id, message_id=new_id("msg"), text=TEXT, caller="guest:alice"),
                 TurnComplete(run_id=run_id, message_id=new_id("msg"), text=TEXT),
             ])

@@ -83,9 +83,7 @@ def quarantined(db, settings, clock, receiver):
         )
         with transaction.atomic():
             conversation = Conversation.objects.select_for_update(no_key=True).get(id=cid)
-            store.append(
-                conversation_id=cid, turn_id=started["turn_id"], actor="agent", now=clock(),
-                head=(conversation.head_seq, conversation.head_hash),
+            store.append(conversation, turn_id=started["turn_id"], actor="agent", now=clock(),
                 events=[ActionStarted(run_id=started["run_id"], call_id=call["call_id"], tool="issue_refund", action="webhook",
                                       arguments=call["arguments"], side_effecting=True,
                                       idempotency_key=f"{started['turn_id']}:{call['call_id']}")],

@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.db import connections
 
-from apps.conversations import actions
+from apps.agent import actions
 from apps.widget import pushes
 from apps.widget.presenters import message_html
 from config.asgi import application
