@@ -40,6 +40,7 @@ from apps.conversations.errors import (
 )
 from apps.conversations.models import Conversation
 from apps.ledger import store
+from apps.ledger.identities import PERMISSIONS
 from apps.ledger.types import (
     ApprovalResponse,
     ClientResultAccepted,
@@ -49,10 +50,9 @@ from apps.ledger.types import (
     TurnDispatched,
 )
 from apps.people.queries import participants
+from apps.runs.machine import CONTINUABLE, OPEN
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.workspaces.actions import open_runtime, reopen_events
-
-OPEN_RUN_STATUSES = ("running", "waiting")
 
 
 def check_assistant_config(config: Any) -> dict[str, Any]:
@@ -228,7 +228,7 @@ def _check_can_start(conversation: Conversation, expected_seq: int | None) -> No
         raise ConversationIsCompleted()
     if expected_seq is not None and expected_seq != conversation.head_seq:
         raise TurnConflict(f"the conversation moved on (head is {conversation.head_seq}, you saw {expected_seq})")
-    if WorkflowLog.objects.filter(conversation_id=conversation.id, status__in=OPEN_RUN_STATUSES, quarantined=False).exists():
+    if WorkflowLog.objects.filter(conversation_id=conversation.id, status__in=OPEN, quarantined=False).exists():
         raise TurnConflict("a turn is still open on this conversation")
 
 
@@ -249,7 +249,7 @@ def continue_conversation(
                 return replay
             _check_can_start(conversation, None)
             latest = WorkflowLog.objects.filter(conversation_id=conversation.id).order_by("-dispatched_seq").first()
-            if latest is None or latest.status not in ("interrupted", "failed", "expired"):
+            if latest is None or latest.status not in CONTINUABLE:
                 raise NothingToContinue()
             out = _batch_one(
                 conversation_id=str(conversation.id), text="", persona=persona, edge=edge,
@@ -313,7 +313,7 @@ def _check_output(usage: ToolUsageLog, output: Any, required_approver: str, pers
 
 def accept_results(
     *, conversation_id: str, run_id: str, results: Any, persona: str, now: datetime,
-    permissions: frozenset[str] = frozenset(tokens.ALL_PERMISSIONS),
+    permissions: frozenset[str] = frozenset(PERMISSIONS),
 ) -> Acceptance:
     """
     Accept the first valid result set for a run's pending calls.

@@ -20,6 +20,7 @@ from typing import Any
 from apps.agent import turns
 from apps.agent.providers import PastRound, PastTurn, ToolCall
 from apps.ledger.types import Recorded
+from apps.runs.machine import TurnStatus
 
 
 @dataclass(frozen=True)
@@ -60,11 +61,11 @@ def action_key(tool: str, arguments: dict[str, Any]) -> tuple[str, str]:
 
 
 _STATUS = {
-    "turn_complete": "completed",
-    "turn_failed": "failed",
-    "turn_expired": "expired",
-    "turn_abandoned": "abandoned",
-    "turn_resolved": "interrupted",  # staff confirmed the unknown outcome: the turn waits for Continue
+    "turn_complete": TurnStatus.COMPLETED,
+    "turn_failed": TurnStatus.FAILED,
+    "turn_expired": TurnStatus.EXPIRED,
+    "turn_abandoned": TurnStatus.ABANDONED,
+    "turn_resolved": TurnStatus.INTERRUPTED,
 }
 
 
@@ -105,7 +106,7 @@ def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
                 action_key(call.tool, call.arguments),
                 Attempt(turn_id, call.call_id, call.tool, call.arguments, call.attempted_at, call.idempotency_key),
             )
-        status = "interrupted" if state.ambiguous_call else _STATUS.get(state.ended, "open")
+        status = TurnStatus.INTERRUPTED if state.ambiguous_call else _STATUS.get(state.ended, TurnStatus.OPEN)
         rounds = [_forget(r, turn_id, forgotten) for r in turns.past_rounds(state, settled=True)]
         out.append(PastTurn(turn_id, "" if state.continuation else state.message, state.continuation, rounds, state.reply, status))
     return History(out, unknown, keys)

@@ -8,7 +8,6 @@ that carries a staff cookie is just an unauthenticated request: the API needs no
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
@@ -19,11 +18,10 @@ from ninja.security import APIKeyQuery, HttpBearer
 from apps.api.keys import resolve_api_key
 from apps.conversations import tokens
 from apps.conversations.errors import BadInput, Forbidden, NotFound
+from apps.ledger import identities
 from apps.ops import limits
 
 # provider:external_id or provider:scope:external_id (PRODUCT.md "persona").
-PERSONA_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}(:[A-Za-z0-9_.@+\-]{1,100}){1,2}$"
-_PERSONA = re.compile(PERSONA_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -76,8 +74,10 @@ class Principal:
 
 def check_persona(persona: str) -> str:
     """:raises BadInput: not `provider:external_id` or `provider:scope:external_id`"""
-    if not isinstance(persona, str) or not _PERSONA.match(persona):
-        raise BadInput("persona must look like provider:external_id or provider:scope:external_id")
+    try:
+        identities.parse_persona(persona)
+    except identities.InvalidPersona:
+        raise BadInput("persona must look like provider:external_id or provider:scope:external_id") from None
     return persona
 
 
@@ -103,7 +103,7 @@ def resolve(request: HttpRequest, raw: str) -> Principal | None:
         if key is not None:
             principal = Principal(
                 kind="api_key", id=f"key:{key.id}", persona=api_key_persona(key.name, key.id), edge="api",
-                conversation_id=None, permissions=frozenset(tokens.ALL_PERMISSIONS),
+                conversation_id=None, permissions=frozenset(identities.PERMISSIONS),
             )
     elif raw:
         grant = tokens.resolve(raw)

@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal
 from ninja import Schema
 from pydantic import BeforeValidator, ConfigDict, Field
 
-from apps.api.auth import PERSONA_PATTERN
 from apps.conversations.actions import MAX_MESSAGE_CHARS
+from apps.ledger.identities import PATTERN as PERSONA_PATTERN
+from apps.runs import machine
 
 Persona = Annotated[
     str,
@@ -28,7 +29,7 @@ def _whole_number(value: Any) -> Any:
 
 Seq = Annotated[int, Field(ge=0, description="a log position (`seq`)"), BeforeValidator(_whole_number)]
 Permission = Literal["view", "write", "answer_client_actions", "approve"]
-RunStatus = Literal["running", "waiting", "completed", "interrupted", "failed", "expired"]
+RunStatus = Literal[tuple(s.value for s in machine.RunStatus)]
 ClientActionKind = Literal["client_tool", "approval", "question"]
 
 

@@ -16,9 +16,9 @@ from django.utils import timezone
 from apps.conversations import broadcast
 from apps.conversations.models import ConversationToken
 from apps.ledger import sql
+from apps.ledger.identities import PERMISSIONS
 
 SALT = "waypoint.conversation-token"
-ALL_PERMISSIONS = ["view", "write", "answer_client_actions", "approve"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def issue(*, conversation_id: str, persona: str, edge: str = "link", permissions
     """Create a token for one persona on one conversation and return its signed text."""
     now = now or timezone.now()
     row = ConversationToken.objects.create(
-        conversation_id=conversation_id, persona=persona, edge=edge, permissions=permissions or ALL_PERMISSIONS,
+        conversation_id=conversation_id, persona=persona, edge=edge, permissions=permissions or list(PERMISSIONS),
         expires_at=now + lifetime(),
     )
     return signing.dumps({"t": str(row.id)}, salt=SALT, compress=False)

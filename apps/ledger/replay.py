@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,27 +21,26 @@ import jsonpatch
 import jsonpointer
 from django.db import connection, transaction
 
-from apps.ledger import chain
+from apps.ledger import chain, identities
 from apps.ledger.keys import verification_keys
 from apps.ledger.models import Event
 from apps.ledger.projection import Folded, fold
 from apps.ledger.store import KEYS, MODELS, head_store, iso, partition_model
 from apps.ledger.types import KINDS, ApprovalRequest, ApprovalResponse, ModelRound, Recorded
 
-# provider:external_id or provider:scope:external_id, e.g. "ops:alice" or "okta:acme:alice@acme.com".
-ACTOR = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}(?::[^\s:]{1,256}){1,2}")
-
 
 def check_actor(actor: str) -> str:
     """
-    Return the identity a log operation is done as, if it has the contract's form.
+    Return the identity a log operation is done as, if it has the contract's form (`identities`).
 
     :raises ValueError: not `provider:scope:external_id` or `provider:external_id`
     """
-    if not isinstance(actor, str) or not ACTOR.fullmatch(actor):
+    try:
+        identities.parse_persona(actor)
+    except identities.InvalidPersona:
         raise ValueError(
             f"actor {actor!r} is not an identity of the form provider:scope:external_id or provider:external_id"
-        )
+        ) from None
     return actor
 
 

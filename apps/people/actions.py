@@ -18,9 +18,9 @@ from apps.conversations.actions import locked
 from apps.conversations.errors import BadInput, ConversationIsCompleted, Forbidden, NotFound
 from apps.conversations.models import Conversation
 from apps.ledger import store
+from apps.ledger.identities import PERMISSIONS, InvalidPersona, check_permissions, parse_persona
 from apps.ledger.types import ParticipantAdded, ParticipantRemoved, ParticipantTokenIssued
 from apps.people.models import Participant
-from apps.people.personas import PERMISSIONS, InvalidPersona, check_permissions, parse_persona
 from apps.people.queries import permissions_of
 
 EDGES = ("link", "widget", "api", "staff")

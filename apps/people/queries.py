@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from apps.conversations.models import Conversation
-from apps.conversations.tokens import ALL_PERMISSIONS
+from apps.ledger.identities import PERMISSIONS
 from apps.ledger.store import iso
 from apps.people.models import Participant
 
@@ -14,7 +14,7 @@ def participants(conversation: Conversation) -> list[dict[str, Any]]:
     """Return the owner and the active participants of a conversation, owner first."""
     out: list[dict[str, Any]] = []
     if conversation.owner:
-        out.append({"persona": conversation.owner, "role": "owner", "permissions": list(ALL_PERMISSIONS),
+        out.append({"persona": conversation.owner, "role": "owner", "permissions": list(PERMISSIONS),
                     "added_by": "", "added_at": iso(conversation.created_at)})
     if conversation.visibility != "shared":
         return out  # a private conversation has no participant rows
@@ -32,7 +32,7 @@ def permissions_of(conversation: Conversation, persona: str) -> frozenset[str]:
     A private conversation admits only its owner; a shared one also its active participants.
     """
     if persona and persona == conversation.owner:
-        return frozenset(ALL_PERMISSIONS)
+        return frozenset(PERMISSIONS)
     if conversation.visibility != "shared":
         return frozenset()
     row = Participant.objects.filter(conversation_id=conversation.id, persona=persona, status="active").first()

@@ -1,7 +1,8 @@
 """
 The `workflow_logs` and `tool_usage_logs` stores as a projection of the log (pure: no Django).
 
-Registered in `RunsConfig.ready()`; see `apps/ledger/projection.py`.
+Registered in `RunsConfig.ready()`; see `apps/ledger/projection.py`. Statuses move as
+`apps/runs/machine.py` says.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from apps.ledger.types import (
     TurnFailed,
     TurnRetried,
 )
+from apps.runs.machine import RunStatus
 
 projection = Projection({"workflow_logs": ("run_id",), "tool_usage_logs": ("run_id", "call_id")})
 
@@ -62,7 +64,7 @@ def _(event: TurnDispatched, at: Entry) -> Iterator[Change]:
             "run_id": event.run_id,
             "turn_id": at.turn_id,
             "mode": event.mode,
-            "status": "running",
+            "status": RunStatus.RUNNING,
             "pending": [],
             "usage": {},
             "progress": [_progress(at, "Continuing" if event.continuation else "Working on it")],
@@ -128,7 +130,7 @@ def _request(
     yield Change(
         "workflow_logs",
         (event.run_id,),
-        set={"status": "waiting", "updated_at": at.created_at},
+        set={"status": RunStatus.WAITING, "updated_at": at.created_at},
         append={"pending": event.call_id, "progress": _progress(at, waiting_for)},
     )
 
@@ -174,7 +176,7 @@ def _answer(
     yield Change(
         "workflow_logs",
         (event.run_id,),
-        set={"updated_at": at.created_at, **({"status": "running"} if event.run_resumes else {})},
+        set={"updated_at": at.created_at, **({"status": RunStatus.RUNNING} if event.run_resumes else {})},
         discard={"pending": event.call_id},
         append={"progress": _progress(at, line)},
     )
@@ -212,17 +214,17 @@ def _(event: CompletionRequested, at: Entry) -> Iterator[Change]:
 
 @projection.handles(TurnComplete)
 def _(event: TurnComplete, at: Entry) -> Iterator[Change]:
-    yield _run(event.run_id, at, status="completed", progress="Reply ready", pending=[])
+    yield _run(event.run_id, at, status=RunStatus.COMPLETED, progress="Reply ready", pending=[])
 
 
 @projection.handles(TurnFailed)
 def _(event: TurnFailed, at: Entry) -> Iterator[Change]:
-    yield _run(event.run_id, at, status="failed", progress="The run failed", error=event.error)
+    yield _run(event.run_id, at, status=RunStatus.FAILED, progress="The run failed", error=event.error)
 
 
 @projection.handles(TurnExpired)
 def _(event: TurnExpired, at: Entry) -> Iterator[Change]:
-    yield _run(event.run_id, at, status="expired", progress="The pending request expired", pending=[])
+    yield _run(event.run_id, at, status=RunStatus.EXPIRED, progress="The pending request expired", pending=[])
     for call_id in event.call_ids:
         yield Change("tool_usage_logs", (event.run_id, call_id), set={"status": "expired"})
 
@@ -230,16 +232,16 @@ def _(event: TurnExpired, at: Entry) -> Iterator[Change]:
 @projection.handles(TurnAmbiguous)
 def _(event: TurnAmbiguous, at: Entry) -> Iterator[Change]:
     yield _run(
-        event.run_id, at, status="interrupted", progress=f"Interrupted: the outcome of {event.tool} is unknown", quarantined=True
+        event.run_id, at, status=RunStatus.INTERRUPTED, progress=f"Interrupted: the outcome of {event.tool} is unknown", quarantined=True
     )
 
 
 @projection.handles(TurnRetried)
 def _(event: TurnRetried, at: Entry) -> Iterator[Change]:
     if event.reason:
-        yield _run(event.run_id, at, status="running", progress=f"Retrying after {event.reason}")
+        yield _run(event.run_id, at, status=RunStatus.RUNNING, progress=f"Retrying after {event.reason}")
     else:
-        yield _run(event.run_id, at, status="running", progress="Resumed after an interruption")
+        yield _run(event.run_id, at, status=RunStatus.RUNNING, progress="Resumed after an interruption")
 
 
 @projection.handles(QuarantineResolved)
@@ -248,7 +250,7 @@ def _(event: QuarantineResolved, at: Entry) -> Iterator[Change]:
         event.run_id,
         at,
         # Only a retry runs on in this turn; done and abandon leave it for Continue.
-        status="running" if event.resolution == "not_done_retry" else "interrupted",
+        status=RunStatus.RUNNING if event.resolution == "not_done_retry" else RunStatus.INTERRUPTED,
         progress=f"Quarantine resolved ({event.resolution.replace('_', ' ')})",
         quarantined=False,
     )

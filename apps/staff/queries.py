@@ -26,13 +26,14 @@ from apps.conversations import queries as conversation_queries
 from apps.conversations.models import ChatMessage, Conversation, ConversationToken
 from apps.ledger import chain, replay
 from apps.ledger.store import iso
+from apps.runs.machine import RunStatus
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.staff.models import StaffAuditLog
 from apps.workspaces.queries import workspace_state
 
 PAGE_SIZE = 50
 LIFECYCLES = ("active", "completed")
-RUN_STATUSES = ("running", "waiting", "completed", "interrupted", "failed", "expired")
+RUN_STATUSES = tuple(RunStatus)
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _ID_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
 

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from apps.api.models import ApiKey
+from apps.ledger.identities import EXTERNAL_ID
 
 MAX_LIFETIME = timedelta(hours=24)
 LEEWAY = timedelta(seconds=60)
-_SUBJECT = re.compile(r"^[A-Za-z0-9._@+-]{1,100}$")  # an external id a persona accepts
+_SUBJECT = re.compile(EXTERNAL_ID)  # an external id a persona accepts
 
 
 class IdentityRejected(ValueError):
@@ -96,6 +97,6 @@ def check_identity(raw: str, *, now: datetime) -> Identity:
     if exp > (now + MAX_LIFETIME + LEEWAY).timestamp():
         raise IdentityRejected("the token lives longer than 24 hours")
     subject = payload.get("sub")
-    if not isinstance(subject, str) or not _SUBJECT.match(subject):
+    if not isinstance(subject, str) or not _SUBJECT.fullmatch(subject):
         raise IdentityRejected("sub must be 1-100 letters, digits or . _ @ + -")
     return Identity(subject=subject)

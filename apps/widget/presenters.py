@@ -15,7 +15,8 @@ from markdown_it import MarkdownIt
 from apps.agent import tools
 from apps.agent.tools import DECLINED, date_bounds
 from apps.conversations import queries
-from apps.people.personas import persona_name
+from apps.ledger.identities import persona_name
+from apps.runs.machine import CONTINUABLE, OPEN
 
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 _TAGS = {"p", "br", "strong", "em", "code", "pre", "ul", "ol", "li", "a", "blockquote", "h1", "h2", "h3", "h4",
@@ -194,7 +195,7 @@ def progress_line(state: dict[str, Any], tools_by_name: dict[str, dict[str, Any]
     return "Working on it…"
 
 
-ACTIVE = ("running", "waiting")
+ACTIVE = OPEN
 
 
 def clock_time(iso: str | None) -> str:
@@ -259,7 +260,7 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         call["output_text"] = "Expired" if call["status"] == "expired" else describe_output(call["output"], call["kind"])
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
     state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed"
-    state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in ("interrupted", "failed", "expired")
+    state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in CONTINUABLE
     if state["can_continue"]:
         state["interruption"] = interruption(state, by_name)
     state["last_progress"] = progress_line(state, by_name) if state["active"] else ""

@@ -35,6 +35,7 @@ from apps.ledger.types import (
     MemoryRemembered,
 )
 from apps.people.actions import check_persona
+from apps.runs.machine import OPEN
 from apps.runs.models import WorkflowLog
 from apps.workspaces.models import Artifact, Closure, Memory, Runtime
 from apps.workspaces.policy import MalformedDuration, idle_due, idle_timeout_seconds, parse_duration
@@ -45,7 +46,6 @@ log = logging.getLogger(__name__)
 
 MAX_FACT_CHARS = 1000
 MAX_FACTS = 200
-OPEN_RUNS = ("running", "waiting")
 
 
 def _append(conversation: Conversation, events: list[EventKind], *, actor: str, now: datetime, turn_id: str = "") -> None:
@@ -172,7 +172,7 @@ def close_if_idle(*, conversation_id: str, now: datetime) -> bool:
             return False
         if not idle_due(last_turn_at=conversation.last_turn_at, timeout_seconds=timeout, now=now):
             return False
-        if WorkflowLog.objects.filter(conversation_id=conversation.id, status__in=OPEN_RUNS, quarantined=False).exists():
+        if WorkflowLog.objects.filter(conversation_id=conversation.id, status__in=OPEN, quarantined=False).exists():
             return False
         if Lease.objects.filter(conversation_id=conversation.id, expires_at__gt=now).exclude(holder="").exists():
             return False
@@ -228,7 +228,7 @@ def close_idle_conversations(*, now: datetime, limit: int = 100) -> list[str]:
         due = (
             idle.filter(status="active")
             .exclude(id__in=Closure.objects.filter(reopened_seq__isnull=True).values("conversation_id"))
-            .exclude(id__in=WorkflowLog.objects.filter(status__in=OPEN_RUNS, quarantined=False).values("conversation_id"))
+            .exclude(id__in=WorkflowLog.objects.filter(status__in=OPEN, quarantined=False).values("conversation_id"))
             .order_by("last_turn_at")
             .values_list("id", flat=True)[:limit]
         )

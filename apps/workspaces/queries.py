@@ -13,6 +13,7 @@ from apps.actions.models import ActionLog
 from apps.conversations.models import Conversation
 from apps.ledger import sql
 from apps.ledger.store import iso
+from apps.runs.machine import CONTINUABLE
 from apps.runs.models import WorkflowLog
 from apps.workspaces.models import Artifact, Closure, Memory
 from apps.workspaces.storage import Workspace, WorkspaceError, artifact_dict, segment
@@ -150,7 +151,7 @@ def display_phase(phase: str, run: WorkflowLog | None) -> str:
         return "Completed"
     if phase == "closed":
         return "Closed"
-    if run is not None and run.status in ("interrupted", "failed", "expired"):
+    if run is not None and run.status in CONTINUABLE:
         return "Interrupted"
     if run is not None and run.status == "waiting":
         return "Waiting"
@@ -192,7 +193,7 @@ def conditions(conversation: Conversation, *, phase: str, run: WorkflowLog | Non
         reason = {"waiting": "Waiting", "completed": "TurnComplete"}.get(status, status.capitalize() or "NoTurn")
         progressing = _condition("Progressing", False, reason, "No turn is running.", since)
     bad = [item for item in (recovery or []) if item["outcome"] in ("missing", "duplicate", "unrecorded")]
-    if run is not None and (run.quarantined or status in ("interrupted", "failed", "expired")):
+    if run is not None and (run.quarantined or status in CONTINUABLE):
         reason = "Quarantined" if run.quarantined else status.capitalize()
         degraded = _condition("Degraded", True, reason, run.error or f"The latest turn is {status}.", since)
     elif bad:

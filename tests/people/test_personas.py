@@ -1,6 +1,6 @@
 import pytest
 
-from apps.people.personas import InvalidPersona, Persona, check_permissions, parse_persona
+from apps.ledger.identities import InvalidPersona, Persona, check_permissions, parse_persona
 
 
 class TestPersonaIdentity:

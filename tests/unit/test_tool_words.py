@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.agent import tools
-from apps.people.personas import persona_name
+from apps.ledger.identities import persona_name
 
 REFUND = {"name": "issue_refund", "display_name": "Refund", "summary": "Refund {amount} for order {order_id}"}
 

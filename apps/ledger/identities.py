@@ -1,8 +1,11 @@
 """
-Persona identities (PRODUCT.md vocabulary "persona").
+Identities and permissions (PRODUCT.md vocabulary "persona"): the one rule the API, the pages,
+people and the command line's `--actor` all check.
 
-Pure: no Django. A persona is `provider:external_id` or `provider:scope:external_id`, for example
-`shop:customer-42` or `okta:acme:alice@acme.com`.
+Pure: no Django. An identity is `provider:external_id` or `provider:scope:external_id`, for example
+`shop:customer-42` or `okta:acme:alice@acme.com`: a provider that begins with a letter, then one or
+two segments of letters, digits and `_ . @ + -`. It is at the bottom (beside the log that records
+every entry's actor) so that every floor can use it.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# What a persona may do in a conversation, in their canonical order.
 PERMISSIONS = ("view", "write", "answer_client_actions", "approve")
-# The same shape the API accepts (apps/api/auth.PERSONA_PATTERN).
-PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}(:[A-Za-z0-9_.@+\-]{1,100}){1,2}$"
+EXTERNAL_ID = r"[A-Za-z0-9_.@+\-]{1,100}"  # one segment after the provider
+PATTERN = rf"^[A-Za-z][A-Za-z0-9_.\-]{{0,63}}(:{EXTERNAL_ID}){{1,2}}$"
 _PERSONA = re.compile(PATTERN)
 
 
@@ -36,7 +40,7 @@ def parse_persona(value: object) -> Persona:
 
     :raises InvalidPersona: not `provider:external_id` or `provider:scope:external_id`
     """
-    if not isinstance(value, str) or not _PERSONA.match(value):
+    if not isinstance(value, str) or not _PERSONA.fullmatch(value):
         raise InvalidPersona(f"{value!r} is not a persona: use provider:external_id or provider:scope:external_id")
     parts = value.split(":")
     if len(parts) == 2:
