@@ -27,7 +27,7 @@ from django.db import IntegrityError, connection, models, transaction
 from apps.ledger import chain, sql
 from apps.ledger.keys import signing_key
 from apps.ledger.models import Event
-from apps.ledger.projection import Change, apply_change, projector
+from apps.ledger.projection import Change, projector
 from apps.ledger.types import EventKind, Recorded
 
 # The registered stores' models and key fields, by store name (filled by the apps' ready()).
@@ -268,15 +268,10 @@ class _Writes:
         if change.create is not None:
             self._insert(table, change)
             return
-        in_sql = not change.discard and (
-            not (change.append or any("." in n for n in change.incr))
-            or (self.pg and not change.append.keys() & {*change.set, *change.incr})
-        )
-        if not in_sql:
-            # A list member removed (or, off PostgreSQL, a JSON value changed in place): read, apply, write.
-            self.run()
-            self._read_modify_write(table, change)
-            return
+        overlap = {*change.append, *change.discard} & {*change.set, *(n.split(".")[0] for n in change.incr)}
+        if overlap or change.append.keys() & change.discard.keys():
+            raise ValueError(f"a change of {change.store} both sets and adds to or removes from {sorted(overlap)}")
+        dialect = _PG_JSON if self.pg else _SQLITE_JSON
         assignments: list[str] = []
         params: list[Any] = []
         for name, value in change.set.items():
@@ -288,8 +283,7 @@ class _Writes:
                 outer, inner = name.split(".", 1)
                 column = table.column(outer)
                 expression, values = nested.get(outer, (column, []))
-                expression = f"jsonb_set({expression}, ARRAY[%s], to_jsonb(COALESCE(({column} ->> %s)::bigint, 0) + %s))"
-                nested[outer] = (expression, [*values, inner, inner, n])
+                nested[outer] = (dialect["incr"].format(expression=expression, column=column), [*values, inner, inner, n])
             else:
                 assignments.append(f"{table.column(name)} = {table.column(name)} + %s")
                 params.append(n)
@@ -297,8 +291,11 @@ class _Writes:
             assignments.append(f"{table.column(outer)} = {expression}")
             params += values
         for name, item in change.append.items():
-            assignments.append(f"{table.column(name)} = {table.column(name)} || %s")
-            params.append(table.value(name, [item]))
+            assignments.append(f"{table.column(name)} = {dialect['append'].format(column=table.column(name))}")
+            params.append(table.value(name, [item]) if self.pg else _json_text(item))
+        for name, item in change.discard.items():
+            assignments.append(f"{table.column(name)} = {dialect['discard'].format(column=table.column(name))}")
+            params.append(_json_text(item))
         where, key_params = self._where(table, change)
         missing: Exception = ValueError(f"{change.store} {change.key} does not exist")
         if guard is not None:
@@ -325,16 +322,6 @@ class _Writes:
             " AND ".join(f"{table.column(n)} = %s" for n in names),
             [table.value(n, v) for n, v in zip(names, change.key, strict=True)],
         )
-
-    def _read_modify_write(self, table: sql.Table, change: Change) -> None:
-        query = table.model.objects.filter(**dict(zip(KEYS[change.store], change.key, strict=True)))
-        names = [*change.set, *{n.split(".")[0] for n in change.incr}, *change.append, *change.discard]
-        try:
-            current = query.values(*names).get()
-        except table.model.DoesNotExist:
-            raise ValueError(f"{change.store} {change.key} does not exist") from None
-        after = apply_change(current, change)
-        query.update(**{name: _db_value(table.model, name, after[name]) for name in names})
 
     def run(self) -> None:
         """Send the statements gathered so far; :raises ValueError, HeadMoved: an update found no row"""
@@ -368,6 +355,30 @@ def _together(statements: list[tuple[str, list[Any], Exception | None]]) -> list
         while cursor.nextset():
             counts.append(cursor.rowcount)
     return counts
+
+
+# How a JSON column's counter, list append and list removal are written in SQL, per backend: every
+# change of a store is one UPDATE, never a read, an edit in Python and a write.
+_PG_JSON = {
+    "incr": "jsonb_set({expression}, ARRAY[%s], to_jsonb(COALESCE(({column} ->> %s)::bigint, 0) + %s))",
+    "append": "{column} || %s",
+    "discard": (
+        "COALESCE((SELECT jsonb_agg(e.item ORDER BY e.n) FROM jsonb_array_elements({column}) WITH ORDINALITY"
+        " AS e(item, n) WHERE e.item <> %s::jsonb), '[]'::jsonb)"
+    ),
+}
+_SQLITE_JSON = {
+    "incr": "json_set({expression}, '$.\"' || %s || '\"', COALESCE(json_extract({column}, '$.\"' || %s || '\"'), 0) + %s)",
+    "append": "json_insert({column}, '$[#]', json(%s))",
+    "discard": (
+        "(SELECT json_group_array(json(e.item)) FROM (SELECT CASE WHEN j.type IN ('object', 'array') THEN j.value"
+        " ELSE json_quote(j.value) END AS item FROM json_each({column}) AS j ORDER BY j.key) AS e WHERE e.item <> json(%s))"
+    ),
+}
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 # Between the statements of one query text (bench/run.py counts statements by it).
