@@ -37,12 +37,12 @@ from django.utils import timezone
 from apps.actions.registry import ACTIONS, ActionCall, ActionError
 from apps.agent import history, turns
 from apps.agent.config import BUILTIN_TOOLS
-from apps.agent.models import Assistant
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
+from apps.agent.statements import assistant_config
 from apps.conversations import broadcast, faults, lease
 from apps.conversations.actions import locked, new_id
-from apps.conversations.models import Conversation, Lease
-from apps.ledger import sql, store
+from apps.conversations.models import Lease
+from apps.ledger import store
 from apps.ledger.store import LeaseLost
 from apps.ledger.types import (
     ActionFinished,
@@ -61,6 +61,7 @@ from apps.ledger.types import (
     TurnRetried,
 )
 from apps.runs.models import ToolUsageLog, WorkflowLog
+from apps.runs.statements import oldest_running
 from apps.workspaces import actions as workspace_actions
 from apps.workspaces.queries import active_facts
 from apps.workspaces.storage import Workspace
@@ -168,34 +169,6 @@ class _Heartbeat(threading.Thread):
             connection.close()
 
 
-# The reads a turn's driving repeats on every turn are plain statements (apps/ledger/sql.py).
-
-
-def _oldest_running(conversation_id: str) -> WorkflowLog | None:
-    # Only what driving needs: the run's progress and usage lists grow with every step.
-    runs = sql.table(WorkflowLog)
-    rows = sql.rows(
-        f"SELECT run_id, turn_id, caller, dispatched_seq FROM {runs.name}"
-        " WHERE conversation_id = %s AND status = 'running' ORDER BY dispatched_seq LIMIT 1",
-        [runs.value("conversation_id", conversation_id)],
-    )
-    if not rows:
-        return None
-    [(run_id, turn_id, caller, dispatched_seq)] = rows
-    return WorkflowLog(run_id=run_id, conversation_id=conversation_id, turn_id=turn_id, caller=caller,
-                       dispatched_seq=dispatched_seq, status="running")
-
-
-def _assistant_config(conversation_id: str) -> dict:
-    conversations = sql.table(Conversation)
-    [(config,)] = sql.rows(
-        f"SELECT a.config FROM {sql.table(Assistant).name} a JOIN {conversations.name} c ON c.assistant_id = a.id"
-        " WHERE c.id = %s",
-        [conversations.value("id", conversation_id)],
-    )
-    return json.loads(config) if isinstance(config, str) else config
-
-
 def drive(conversation_id: str, *, recovering: bool = False) -> None:
     """
     Execute a conversation's running runs, oldest first, as its single writer.
@@ -224,7 +197,7 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
     try:
         # A holder that never released the lease died mid-drive: its run resumes as a retry too.
         retry = "recovery" if recovering else "takeover" if held.previous_holder else ""
-        run = _oldest_running(conversation_id)
+        run = oldest_running(conversation_id)
         while run is not None:
             try:
                 execute_run(run, held, retry=retry)
@@ -236,7 +209,7 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
                 if _retry_after_error(conversation_id, run, held, exc):
                     continue
             retry = ""
-            after = _oldest_running(conversation_id)
+            after = oldest_running(conversation_id)
             if after is not None and after.run_id == run.run_id:
                 log.error("run %s made no progress; leaving it for recovery", run.run_id)
                 break
@@ -251,7 +224,7 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
         lease.release(conversation_id=conversation_id, held=held)
     # A turn dispatched between our last look and the release had its own kick refused by our
     # lease: nobody else will drive it until recovery, so take it now.
-    return drained and _oldest_running(conversation_id) is not None
+    return drained and oldest_running(conversation_id) is not None
 
 
 def _retry_after_error(conversation_id: str, run: WorkflowLog, held: lease.Held, exc: Exception) -> bool:
@@ -274,7 +247,7 @@ def _retry_after_error(conversation_id: str, run: WorkflowLog, held: lease.Held,
     retries = turns.stalled_retries(events)
     journal = _Journal()
     if retries >= turns.MAX_RETRIES:
-        config = _assistant_config(conversation_id)
+        config = assistant_config(conversation_id)
         step = turns.next_step(state, config, turns.effective_budget(settings.WAYPOINT_STEP_BUDGET, config, state))
         if isinstance(step, turns.Ambiguous):
             # A side effect may have happened: quarantined, so its outcome stays unknown (one identity), not failed.
@@ -299,7 +272,7 @@ def _look_again_at_expiry(conversation_id: str) -> None:
     A live holder renews its lease and drives the run itself; a holder that died leaves a lease
     that expires, and this process takes over then instead of waiting for the recovery loop.
     """
-    if settings.WAYPOINT_RUNNER != "thread" or _oldest_running(conversation_id) is None:
+    if settings.WAYPOINT_RUNNER != "thread" or oldest_running(conversation_id) is None:
         return
     expires_at = Lease.objects.filter(conversation_id=conversation_id).values_list("expires_at", flat=True).first()
     if expires_at is None:
@@ -420,7 +393,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
     A crash before that commit loses nothing that was done, only work to do again.
     """
     cid = str(run.conversation_id)
-    config = _assistant_config(cid)
+    config = assistant_config(cid)
     provider = provider_for(config)
     tools = [t for t in config.get("tools", [])] + [
         {"name": "ask_question", "kind": "builtin", "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}},

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 
 from django.conf import settings
@@ -13,9 +12,8 @@ from django.core import signing
 from django.db import transaction
 from django.utils import timezone
 
-from apps.conversations import broadcast
+from apps.conversations import broadcast, statements
 from apps.conversations.models import ConversationToken
-from apps.ledger import sql
 from apps.ledger.identities import PERMISSIONS
 
 SALT = "waypoint.conversation-token"
@@ -64,26 +62,13 @@ def resolve(raw: str, *, now: datetime | None = None) -> Grant | None:
     except (signing.BadSignature, KeyError, TypeError, ValueError, AttributeError):
         return None
     now = now or timezone.now()
-    # Every request and poll of a customer resolves its token: one plain statement, no ORM.
-    tokens = sql.table(ConversationToken)
-    found = sql.rows(
-        f"SELECT id, conversation_id, persona, edge, permissions, expires_at FROM {tokens.name}"
-        " WHERE id = %s AND revoked_at IS NULL AND expires_at > %s",
-        [tokens.value("id", token_id), tokens.value("expires_at", now)],
-    )
+    found = statements.RESOLVE_TOKEN.rows(token_id, now)
     if not found:
         return None
-    [row] = found
-    token, conversation, persona, edge, permissions, expires_at = row
-    if isinstance(expires_at, str):
-        expires_at = datetime.fromisoformat(expires_at)
-    if timezone.is_naive(expires_at):
-        expires_at = expires_at.replace(tzinfo=UTC)  # SQLite hands back naive UTC
+    [(token, conversation, persona, edge, permissions, expires_at)] = found
     if expires_at - now < lifetime() - RENEW_AFTER:
-        sql.execute(f"UPDATE {tokens.name} SET expires_at = %s WHERE id = %s",
-                 [tokens.value("expires_at", now + lifetime()), tokens.value("id", token_id)])
-    permissions = json.loads(permissions) if isinstance(permissions, str) else permissions
-    return Grant(str(uuid.UUID(str(token))), str(uuid.UUID(str(conversation))), persona, edge, frozenset(permissions))
+        statements.RENEW_TOKEN.execute(now + lifetime(), token_id)
+    return Grant(str(token), str(conversation), persona, edge, frozenset(permissions))
 
 
 def revoke(*, token_id: str, now: datetime) -> bool:

@@ -1,18 +1,22 @@
 """
-Plain statements on the stores' tables, for the paths every turn or poll takes.
+Whole, named SQL statements for the paths every turn or poll takes.
 
 Building an ORM query costs several times what PostgreSQL spends answering a small one
-(bench/before-after.md), so the hot reads and writes are written as SQL. Table and column names
-and parameter values still come from the models, so they follow the schema and both backends.
+(bench/before-after.md), so the hot reads and writes are written as SQL: each one whole and
+readable, named in the `statements.py` of the app that owns its tables. Tables and columns are
+named by the models (psycopg `sql.Identifier`, quoted the same way for PostgreSQL and SQLite), and
+parameters and results go through the model fields' own conversions, as the ORM would convert
+them: `Statement` is the one way to write such a statement.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 from django.db import connection, models
+from psycopg import sql as psql
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,74 @@ def table(model: type[models.Model]) -> Table:
     fields = {f.name: f for f in model._meta.concrete_fields}
     fields.update({f.attname: f for f in model._meta.concrete_fields})
     return Table(model, connection.ops.quote_name(model._meta.db_table), fields)
+
+
+class Statement:
+    """
+    One statement on the tables of `tables` (a short name for each model).
+
+    In `text`, `{name}` is a table and `{name.field}` one of its columns (unqualified: write joins
+    as subqueries); `%s` are the parameters, each named in `params` as `name.field`, whose value is
+    converted by that field. `returns` names the field of each selected column, which converts it
+    back as the ORM would (a datetime, a UUID, parsed JSON); "" takes a computed column as the
+    database gives it.
+    """
+
+    def __init__(
+        self, text: str, *, tables: dict[str, type[models.Model]], params: tuple[str, ...] = (), returns: tuple[str, ...] = ()
+    ):
+        self.template, self.tables, self.params, self.returns = text, tables, params, returns
+
+    def _field(self, ref: str) -> models.Field:
+        name, field = ref.split(".", 1)
+        return table(self.tables[name]).fields[field]
+
+    @cached_property
+    def text(self) -> str:
+        names: dict[str, psql.Composable] = {}
+        for name, model in self.tables.items():
+            names[name] = psql.Identifier(model._meta.db_table)
+            for field in model._meta.concrete_fields:
+                names[f"{name}.{field.name}"] = names[f"{name}.{field.attname}"] = psql.Identifier(field.column)
+        return psql.SQL(self.template).format(**names).as_string(None)
+
+    def _values(self, values: tuple[Any, ...]) -> list[Any]:
+        if len(values) != len(self.params):
+            raise TypeError(f"the statement takes {len(self.params)} parameters, got {len(values)}")
+        return [self._field(ref).get_db_prep_save(v, connection) for ref, v in zip(self.params, values, strict=True)]
+
+    def rows(self, *values: Any) -> list[tuple]:
+        """Run it; return its rows, each column converted by its field."""
+        with connection.cursor() as cursor:
+            cursor.execute(self.text, self._values(values))
+            found = cursor.fetchall()
+        converters = self._converters
+        return [tuple(convert(v) for convert, v in zip(converters, row, strict=True)) for row in found]
+
+    def execute(self, *values: Any) -> int:
+        """Run it; how many rows it changed."""
+        with connection.cursor() as cursor:
+            cursor.execute(self.text, self._values(values))
+            return cursor.rowcount
+
+    @cached_property
+    def _converters(self) -> list:
+        out = []
+        for ref in self.returns:
+            if not ref:
+                out.append(lambda v: v)
+                continue
+            field = self._field(ref)
+            col = field.get_col(field.model._meta.db_table)  # a foreign key converts as the field it points at
+            steps = [*connection.ops.get_db_converters(col), *col.get_db_converters(connection)]
+            out.append(lambda v, steps=steps, col=col: _converted(v, steps, col))
+        return out
+
+
+def _converted(value: Any, steps: list, col: Any) -> Any:
+    for step in steps:
+        value = step(value, col, connection)
+    return value
 
 
 def rows(statement: str, params: list[Any]) -> list[tuple]:

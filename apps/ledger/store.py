@@ -188,16 +188,26 @@ def _write(
     return recorded, (seq, prev)
 
 
+@cache
+def _lock_head_statement(fenced: bool) -> sql.Statement:
+    """The head read under the row lock, with the writer's lease checked in the same statement."""
+    lock = "FOR NO KEY UPDATE" if connection.features.has_select_for_no_key_update else ""
+    holds = (
+        "(SELECT COUNT(*) FROM {leases} WHERE {leases.conversation} = %s AND {leases.holder} = %s AND {leases.version} = %s)"
+        if fenced else "1"
+    )
+    key = partition_model()._meta.pk.name
+    return sql.Statement(
+        f"SELECT {{heads.head_seq}}, {{heads.head_hash}}, {holds} FROM {{heads}} WHERE {{heads.{key}}} = %s {lock}",
+        tables={"heads": partition_model(), "leases": lease_model()},
+        params=(*(("leases.conversation", "leases.holder", "leases.version") if fenced else ()), f"heads.{key}"),
+        returns=("heads.head_seq", "heads.head_hash", ""),
+    )
+
+
 def _lock_head(cid: str, lease: tuple[str, int] | None, known: tuple[int, str] | None) -> tuple[int, str]:
     """Lock the conversation row, read its head and check the writer's lease, in one statement."""
-    lock = " FOR NO KEY UPDATE" if connection.features.has_select_for_no_key_update else ""
-    conversation = sql.table(partition_model())
-    key = conversation.value("id", cid)
-    fence, params = "1", []
-    if lease is not None:
-        fence = f"(SELECT COUNT(*) FROM {sql.table(lease_model()).name} WHERE conversation_id = %s AND holder = %s AND version = %s)"
-        params = [key, *lease]
-    found = sql.rows(f"SELECT head_seq, head_hash, {fence} FROM {conversation.name} WHERE id = %s{lock}", [*params, key])
+    found = _lock_head_statement(lease is not None).rows(*((cid, *lease) if lease is not None else ()), cid)
     if not found:
         raise ValueError(f"conversations ({cid},) does not exist")
     [(head_seq, head_hash, fenced)] = found

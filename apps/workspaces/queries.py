@@ -11,10 +11,10 @@ from typing import Any
 
 from apps.actions.models import ActionLog
 from apps.conversations.models import Conversation
-from apps.ledger import sql
 from apps.ledger.store import iso
 from apps.runs.machine import CONTINUABLE
 from apps.runs.models import WorkflowLog
+from apps.workspaces import statements
 from apps.workspaces.models import Artifact, Closure, Memory
 from apps.workspaces.storage import Workspace, WorkspaceError, artifact_dict, segment
 
@@ -40,13 +40,7 @@ def list_memory(conversation: Conversation) -> list[dict[str, Any]]:
 
 def active_facts(conversation_id: str) -> list[str]:
     """The remembered facts a model is given (never a cleared one)."""
-    # A plain statement (apps/ledger/sql.py): every run asks before its first model round, mostly
-    # to learn there are none.
-    memories = sql.table(Memory)
-    return [text for (text,) in sql.rows(
-        f'SELECT "text" FROM {memories.name} WHERE conversation_id = %s AND status = \'active\' ORDER BY remembered_at, fact_id',
-        [memories.value("conversation_id", conversation_id)],
-    )]
+    return [text for (text,) in statements.ACTIVE_FACTS.rows(conversation_id)]
 
 
 # --- artifacts ----------------------------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""
+The hot statements on the conversations' tables (`apps/ledger/sql.py: Statement`): every request
+and poll of a customer resolves its token, and a lease is taken and given back around every drive.
+"""
+
+from __future__ import annotations
+
+from apps.conversations.models import ConversationToken, Lease
+from apps.ledger.sql import Statement
+
+RESOLVE_TOKEN = Statement(
+    """
+    SELECT {tokens.id}, {tokens.conversation}, {tokens.persona}, {tokens.edge}, {tokens.permissions}, {tokens.expires_at}
+    FROM {tokens}
+    WHERE {tokens.id} = %s AND {tokens.revoked_at} IS NULL AND {tokens.expires_at} > %s
+    """,
+    tables={"tokens": ConversationToken},
+    params=("tokens.id", "tokens.expires_at"),
+    returns=("tokens.id", "tokens.conversation", "tokens.persona", "tokens.edge", "tokens.permissions", "tokens.expires_at"),
+)
+
+RENEW_TOKEN = Statement(
+    "UPDATE {tokens} SET {tokens.expires_at} = %s WHERE {tokens.id} = %s",
+    tables={"tokens": ConversationToken},
+    params=("tokens.expires_at", "tokens.id"),
+)
+
+LEASE = Statement(
+    "SELECT {leases.holder}, {leases.version}, {leases.expires_at} FROM {leases} WHERE {leases.conversation} = %s",
+    tables={"leases": Lease},
+    params=("leases.conversation",),
+    returns=("leases.holder", "leases.version", "leases.expires_at"),
+)
+
+# Version-checked: it takes the lease only if nobody took it since it was read.
+TAKE_LEASE = Statement(
+    """
+    UPDATE {leases} SET {leases.holder} = %s, {leases.version} = %s, {leases.expires_at} = %s
+    WHERE {leases.conversation} = %s AND {leases.version} = %s
+    """,
+    tables={"leases": Lease},
+    params=("leases.holder", "leases.version", "leases.expires_at", "leases.conversation", "leases.version"),
+)
+
+RENEW_LEASE = Statement(
+    """
+    UPDATE {leases} SET {leases.expires_at} = %s
+    WHERE {leases.conversation} = %s AND {leases.holder} = %s AND {leases.version} = %s
+    """,
+    tables={"leases": Lease},
+    params=("leases.expires_at", "leases.conversation", "leases.holder", "leases.version"),
+)
+
+RELEASE_LEASE = Statement(
+    """
+    UPDATE {leases} SET {leases.holder} = '', {leases.expires_at} = NULL
+    WHERE {leases.conversation} = %s AND {leases.holder} = %s AND {leases.version} = %s
+    """,
+    tables={"leases": Lease},
+    params=("leases.conversation", "leases.holder", "leases.version"),
+)
