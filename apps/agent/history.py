@@ -19,7 +19,7 @@ from typing import Any
 
 from apps.agent import turns
 from apps.agent.providers import PastRound, PastTurn, ToolCall
-from apps.ledger.types import Recorded
+from apps.ledger.types import MemoryCleared, MemoryRemembered, Recorded
 from apps.runs.machine import TurnStatus
 
 
@@ -79,10 +79,11 @@ def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
     remembered: dict[str, tuple[str, str]] = {}  # fact id -> the (turn, call) of `remember` that made it
     cleared: set[str] = set()
     for rec in entries:
-        if rec.kind == "memory_remembered":
-            remembered[rec.payload["fact_id"]] = (rec.turn_id, rec.payload["call_id"])
-        elif rec.kind == "memory_cleared":
-            cleared.update(rec.payload["fact_ids"])
+        match rec.body:
+            case MemoryRemembered(fact_id=fact_id, call_id=call_id):
+                remembered[fact_id] = (rec.turn_id, call_id)
+            case MemoryCleared(fact_ids=fact_ids):
+                cleared.update(fact_ids)
         if rec.turn_id and rec.turn_id != exclude_turn:
             by_turn.setdefault(rec.turn_id, []).append(rec)
     forgotten = {remembered[f] for f in cleared if f in remembered}
@@ -96,7 +97,7 @@ def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
         # A later call of the same action that succeeded settles what an earlier attempt left
         # unknown; one that failed does not (the earlier attempt may still have gone through).
         for call in state.calls.values():
-            if call.finished is not None and call.finished.get("ok"):
+            if call.finished is not None and call.finished.ok:
                 unknown.pop(action_key(call.tool, call.arguments), None)
             if call.idempotency_key:
                 keys[(turn_id, call.call_id)] = call.idempotency_key

@@ -14,10 +14,29 @@ from typing import Any
 from apps.actions.registry import ACTIONS
 from apps.agent.config import tool_by_name
 from apps.agent.providers import PastRound, ToolCall
-from apps.ledger.types import Recorded
+from apps.ledger.types import (
+    ActionFinished,
+    ActionStarted,
+    ApprovalRequest,
+    ApprovalResponse,
+    ClientActionRequested,
+    ClientResultAccepted,
+    CompletionRequested,
+    IngressDirective,
+    ModelRound,
+    QuarantineResolved,
+    QuestionRequest,
+    QuestionResponse,
+    Recorded,
+    TurnAmbiguous,
+    TurnComplete,
+    TurnDispatched,
+    TurnExpired,
+    TurnFailed,
+    TurnRetried,
+)
 
 FALLBACK_REPLY = "Sorry, I could not finish that. Please try again or rephrase your request."
-ENDING_KINDS = {"turn_complete", "turn_failed", "turn_expired"}
 
 
 @dataclass
@@ -30,8 +49,8 @@ class CallState:
     answer: dict[str, Any] | None = None
     answered_by: str = ""
     started: int = 0
-    finished: dict[str, Any] | None = None
-    completion: dict[str, Any] | None = None
+    finished: ActionFinished | None = None
+    completion: CompletionRequested | None = None
     resolution: str = ""
     resolution_note: str = ""  # what the person who resolved a quarantine confirmed
     resolution_visible: bool = False  # staff marked the note customer-visible: the model may be told it
@@ -69,67 +88,73 @@ class TurnState:
 
 
 def turn_state(events: list[Recorded]) -> TurnState:
-    """Read one turn's entries (in `seq` order) into its state."""
+    """
+    Read one turn's entries (in `seq` order) into its state.
+
+    Each entry is decoded once into its dataclass (`Recorded.body`) and read by its fields.
+    :raises TypeError: an entry's payload does not fit its kind
+    """
     s = TurnState()
     for rec in events:
-        p = rec.payload
-        k = rec.kind
-        if k == "turn_dispatched":
-            s.run_id, s.turn_id = p["run_id"], rec.turn_id
-            s.message, s.continuation, s.mode = p.get("text", ""), p.get("continuation", False), p.get("mode", "agent")
-        elif k == "ingress_directive":
-            s.step_budget = p.get("step_budget")
-            s.required_approver = p.get("required_approver", "") or s.required_approver
-        elif k == "model_round":
-            ids = []
-            for c in p.get("calls", []):
-                s.calls[c["call_id"]] = CallState(c["call_id"], c["tool"], c.get("arguments", {}), p["round"],
-                                                  vendor_id=c.get("vendor_id", ""))
-                ids.append(c["call_id"])
-            s.rounds.append(RoundState(p["round"], p.get("text", ""), ids, p.get("closing", False)))
-        elif k in ("client_action_requested", "approval_request", "question_request"):
-            s.calls[p["call_id"]].requested = k
-            s.calls[p["call_id"]].reattempt_of = p.get("reattempt_of") or None
-        elif k == "client_result_accepted":
-            s.calls[p["call_id"]].answer = {"output": p["output"]}
-            s.calls[p["call_id"]].answered_by = p.get("answered_by", "")
-        elif k == "approval_response":
-            s.calls[p["call_id"]].answer = {"decision": p["decision"], "reviewed": p["reviewed"]}
-            s.calls[p["call_id"]].answered_by = p.get("answered_by", "")
-        elif k == "question_response":
-            s.calls[p["call_id"]].answer = {"declined": True} if p.get("declined") else {"answer": p["answer"]}
-            s.calls[p["call_id"]].answered_by = p.get("answered_by", "")
-        elif k == "action_started":
-            call = s.calls[p["call_id"]]
-            call.started, call.finished = p.get("attempt", 1), None
-            if not call.attempted_at:
-                call.attempted_at, call.idempotency_key = rec.created_at, p.get("idempotency_key", "")
-        elif k == "action_finished":
-            s.calls[p["call_id"]].finished = p
-        elif k == "completion_requested":
-            s.calls[p["call_id"]].completion = p
-        elif k == "turn_ambiguous":
-            s.ambiguous_call = p["call_id"]
-        elif k == "quarantine_resolved":
-            s.calls[p["call_id"]].resolution = p["resolution"]
-            s.calls[p["call_id"]].resolution_note = p.get("note", "")
-            s.calls[p["call_id"]].resolution_visible = bool(p.get("customer_visible"))
-            s.calls[p["call_id"]].resolution_result = p.get("result")
-            s.ambiguous_call = ""
-            # Done and abandon settle the outcome and end the turn: Continue goes on from the record.
-            # Not done and retry runs the action again in this turn, under its first key.
-            if p["resolution"] == "abandon":
-                s.ended = "turn_abandoned"
-            elif p["resolution"] == "done":
-                s.ended = "turn_resolved"
-        elif k == "turn_retried":
-            s.retries += 1
-        elif k in ENDING_KINDS:
-            s.ended = k
-            if k == "turn_complete":
-                s.reply = p.get("text", "")
-            elif k == "turn_expired":
-                for call_id in p.get("call_ids", []):
+        match rec.body:
+            case TurnDispatched() as e:
+                s.run_id, s.turn_id = e.run_id, rec.turn_id
+                s.message, s.continuation, s.mode = e.text, e.continuation, e.mode
+            case IngressDirective() as e:
+                s.step_budget = e.step_budget
+                s.required_approver = e.required_approver or s.required_approver
+            case ModelRound() as e:
+                ids = []
+                for c in e.calls:
+                    s.calls[c["call_id"]] = CallState(c["call_id"], c["tool"], c.get("arguments", {}), e.round,
+                                                      vendor_id=c.get("vendor_id", ""))
+                    ids.append(c["call_id"])
+                s.rounds.append(RoundState(e.round, e.text, ids, e.closing))
+            case ClientActionRequested() | QuestionRequest() as e:
+                s.calls[e.call_id].requested = rec.kind
+            case ApprovalRequest() as e:
+                s.calls[e.call_id].requested = rec.kind
+                s.calls[e.call_id].reattempt_of = e.reattempt_of or None
+            case ClientResultAccepted() as e:
+                s.calls[e.call_id].answer = {"output": e.output}
+                s.calls[e.call_id].answered_by = e.answered_by
+            case ApprovalResponse() as e:
+                s.calls[e.call_id].answer = {"decision": e.decision, "reviewed": e.reviewed}
+                s.calls[e.call_id].answered_by = e.answered_by
+            case QuestionResponse() as e:
+                s.calls[e.call_id].answer = {"declined": True} if e.declined else {"answer": e.answer}
+                s.calls[e.call_id].answered_by = e.answered_by
+            case ActionStarted() as e:
+                call = s.calls[e.call_id]
+                call.started, call.finished = e.attempt, None
+                if not call.attempted_at:
+                    call.attempted_at, call.idempotency_key = rec.created_at, e.idempotency_key
+            case ActionFinished() as e:
+                s.calls[e.call_id].finished = e
+            case CompletionRequested() as e:
+                s.calls[e.call_id].completion = e
+            case TurnAmbiguous() as e:
+                s.ambiguous_call = e.call_id
+            case QuarantineResolved() as e:
+                call = s.calls[e.call_id]
+                call.resolution, call.resolution_note, call.resolution_result = e.resolution, e.note, e.result
+                call.resolution_visible = bool(e.customer_visible)
+                s.ambiguous_call = ""
+                # Done and abandon settle the outcome and end the turn: Continue goes on from the record.
+                # Not done and retry runs the action again in this turn, under its first key.
+                if e.resolution == "abandon":
+                    s.ended = "turn_abandoned"
+                elif e.resolution == "done":
+                    s.ended = "turn_resolved"
+            case TurnRetried():
+                s.retries += 1
+            case TurnComplete() as e:
+                s.ended, s.reply = rec.kind, e.text
+            case TurnFailed():
+                s.ended = rec.kind
+            case TurnExpired() as e:
+                s.ended = rec.kind
+                for call_id in e.call_ids:
                     if call_id in s.calls:
                         s.calls[call_id].expired = True
     return s
@@ -160,7 +185,7 @@ def call_result(call: CallState, *, settled: bool = False) -> Any:
     have run at all.
     """
     if call.completion is not None:
-        return {"completed": call.completion["outcome"] == "completed", "reason": call.completion.get("reason", "")}
+        return {"completed": call.completion.outcome == "completed", "reason": call.completion.reason}
     # A staff note reaches the model, and so the customer, only when staff marked it customer-visible.
     note = call.resolution_note if call.resolution_visible else ""
     if call.resolution == "done" and call.finished is None:
@@ -171,7 +196,7 @@ def call_result(call: CallState, *, settled: bool = False) -> Any:
     if call.answer is not None and "decision" in call.answer and call.answer["decision"] == "deny":
         return {"denied": True, "answered_by": call.answered_by}
     if call.finished is not None:
-        return call.finished.get("output") if call.finished["ok"] else {"error": call.finished.get("error", "failed")}
+        return call.finished.output if call.finished.ok else {"error": call.finished.error}
     if call.answer is not None and "decision" not in call.answer:
         return call.answer.get("output", call.answer)
     if not settled:
@@ -340,7 +365,7 @@ def next_step(state: TurnState, config: dict[str, Any], budget: int) -> Step:
         if completion.completion is None:
             outcome, reason = completion_outcome(config, state, last, completion)
             return EvaluateCompletion(completion, outcome, reason)
-        if completion.completion["outcome"] == "completed":
+        if completion.completion.outcome == "completed":
             return Finish(last.text or last_text, complete_conversation=True)
     if not last.call_ids or len(state.rounds) >= budget:
         if last_text:

@@ -26,6 +26,33 @@ from apps.conversations import queries as conversation_queries
 from apps.conversations.models import ChatMessage, Conversation, ConversationToken
 from apps.ledger import chain, replay
 from apps.ledger.store import iso
+from apps.ledger.types import (
+    ActionFinished,
+    ActionStarted,
+    ApprovalRequest,
+    ApprovalResponse,
+    ArtifactAcknowledged,
+    ArtifactCreated,
+    ClientActionRequested,
+    ClientResultAccepted,
+    CompletionRequested,
+    ConversationClosed,
+    ConversationReopened,
+    MemoryCleared,
+    MemoryRemembered,
+    ModelRound,
+    ParticipantAdded,
+    ParticipantRemoved,
+    ParticipantTokenIssued,
+    QuarantineResolved,
+    QuestionResponse,
+    TurnAmbiguous,
+    TurnComplete,
+    TurnDispatched,
+    TurnFailed,
+    TurnRetried,
+    decode,
+)
 from apps.runs.machine import RunStatus
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.staff.models import StaffAuditLog
@@ -302,61 +329,61 @@ def _summary(kind: str, payload: Any) -> str:
     """A short human line for a log entry, so the timeline reads without opening every payload."""
     if not isinstance(payload, dict):
         return "unreadable payload"
-    p = payload
-    if kind == "turn_dispatched":
-        return "Continue" if p.get("continuation") else f"“{str(p.get('text', ''))[:80]}” via {p.get('edge', '')}"
-    if kind == "model_round":
-        calls = ", ".join(c.get("tool", "?") for c in p.get("calls", []))
-        text = str(p.get("text", ""))[:60]
-        return f"round {p.get('round')}" + (f": calls {calls}" if calls else "") + (f" — “{text}”" if text else "")
-    if kind in ("action_started", "action_finished", "client_action_requested", "approval_request"):
-        extra = ""
-        if kind == "action_finished":
-            extra = " ok" if p.get("ok") else f" failed: {p.get('error', '')}"
-        if kind == "action_started" and p.get("attempt", 1) > 1:
-            extra = f" (attempt {p['attempt']})"
-        return f"{p.get('tool', '')}{extra}"
-    if kind == "approval_response":
-        return f"{p.get('decision')} by {p.get('answered_by') or 'unknown'}"
-    if kind in ("client_result_accepted", "question_response"):
-        return f"answered by {p.get('answered_by') or 'unknown'}"
-    if kind == "turn_ambiguous":
-        return f"outcome of {p.get('tool')} unknown (key {p.get('idempotency_key')})"
-    if kind == "quarantine_resolved":
-        return f"{str(p.get('resolution', '')).replace('_', ' ')}" + (f": {p['note']}" if p.get("note") else "")
-    if kind == "turn_complete":
-        return f"“{str(p.get('text', ''))[:80]}”"
-    if kind == "turn_failed":
-        return str(p.get("error") or "")
-    if kind == "turn_retried":
-        return f"attempt {p.get('attempt')} after {p.get('reason') or 'an interruption'}"
-    if kind == "completion_requested":
-        return str(p.get("outcome", ""))
-    return _people_summary(kind, p)
-
-
-def _people_summary(kind: str, p: dict[str, Any]) -> str:
-    """The summary line of the people, memory, artifact and idle-close entries (docs/people.md)."""
-    if kind == "participant_added":
-        again = " again" if p.get("again") else ""
-        return f"{p.get('persona')} added{again} by {p.get('added_by')} ({', '.join(p.get('permissions') or [])})"
-    if kind == "participant_removed":
-        return f"{p.get('persona')} removed by {p.get('removed_by')}"
-    if kind == "participant_token_issued":
-        return f"{p.get('edge')} token for {p.get('persona')} issued by {p.get('issued_by')}"
-    if kind == "memory_remembered":
-        return f"“{str(p.get('text', ''))[:80]}”" + (f" for {p['persona']}" if p.get("persona") else "")
-    if kind == "memory_cleared":
-        count = len(p.get("fact_ids") or [])
-        return f"{count} fact{'s' if count != 1 else ''} cleared by {p.get('cleared_by')}"
-    if kind == "artifact_created":
-        return f"{p.get('name')} ({p.get('media_type')}, {p.get('size')} bytes) by {p.get('call_id')}"
-    if kind == "artifact_acknowledged":
-        return f"{p.get('artifact_id')} acknowledged by {p.get('acknowledged_by')}"
-    if kind == "conversation_closed":
-        return f"{p.get('reason')}: no turn since {str(p.get('last_turn_at', ''))[:19]} (timeout {p.get('idle_timeout_seconds')} s)"
-    if kind == "conversation_reopened":
-        return f"reopened by a new turn (closed at entry {p.get('closed_seq')})"
+    try:
+        event = decode(kind, payload)
+    except (KeyError, TypeError):
+        return ""  # an unknown kind, or a payload that does not fit it: the entry itself is shown
+    match event:
+        case TurnDispatched(continuation=True):
+            return "Continue"
+        case TurnDispatched(text=text, edge=edge):
+            return f"“{str(text)[:80]}” via {edge}"
+        case ModelRound(round=number, calls=calls, text=text):
+            tools = ", ".join(c.get("tool", "?") for c in calls)
+            text = str(text)[:60]
+            return f"round {number}" + (f": calls {tools}" if tools else "") + (f" — “{text}”" if text else "")
+        case ActionFinished(tool=tool, ok=ok, error=error):
+            return f"{tool} ok" if ok else f"{tool} failed: {error}"
+        case ActionStarted(tool=tool, attempt=attempt):
+            return f"{tool} (attempt {attempt})" if attempt > 1 else str(tool)
+        case ClientActionRequested(tool=tool) | ApprovalRequest(tool=tool):
+            return str(tool)
+        case ApprovalResponse(decision=decision, answered_by=by):
+            return f"{decision} by {by or 'unknown'}"
+        case ClientResultAccepted(answered_by=by) | QuestionResponse(answered_by=by):
+            return f"answered by {by or 'unknown'}"
+        case TurnAmbiguous(tool=tool, idempotency_key=key):
+            return f"outcome of {tool} unknown (key {key})"
+        case QuarantineResolved(resolution=resolution, note=note):
+            return str(resolution).replace("_", " ") + (f": {note}" if note else "")
+        case TurnComplete(text=text):
+            return f"“{str(text)[:80]}”"
+        case TurnFailed(error=error):
+            return str(error or "")
+        case TurnRetried(attempt=attempt, reason=reason):
+            return f"attempt {attempt} after {reason or 'an interruption'}"
+        case CompletionRequested(outcome=outcome):
+            return str(outcome)
+        # people, memory, artifacts and idle close (docs/people.md)
+        case ParticipantAdded(persona=persona, again=again, added_by=by, permissions=permissions):
+            return f"{persona} added{' again' if again else ''} by {by} ({', '.join(permissions or [])})"
+        case ParticipantRemoved(persona=persona, removed_by=by):
+            return f"{persona} removed by {by}"
+        case ParticipantTokenIssued(edge=edge, persona=persona, issued_by=by):
+            return f"{edge} token for {persona} issued by {by}"
+        case MemoryRemembered(text=text, persona=persona):
+            return f"“{str(text)[:80]}”" + (f" for {persona}" if persona else "")
+        case MemoryCleared(fact_ids=fact_ids, cleared_by=by):
+            count = len(fact_ids or [])
+            return f"{count} fact{'s' if count != 1 else ''} cleared by {by}"
+        case ArtifactCreated(name=name, media_type=media_type, size=size, call_id=call_id):
+            return f"{name} ({media_type}, {size} bytes) by {call_id}"
+        case ArtifactAcknowledged(artifact_id=artifact_id, acknowledged_by=by):
+            return f"{artifact_id} acknowledged by {by}"
+        case ConversationClosed(reason=reason, last_turn_at=last, idle_timeout_seconds=timeout):
+            return f"{reason}: no turn since {str(last)[:19]} (timeout {timeout} s)"
+        case ConversationReopened(closed_seq=closed):
+            return f"reopened by a new turn (closed at entry {closed})"
     return ""
 
 
