@@ -42,14 +42,14 @@ def test_a_client_tool_answers_automatically_and_a_different_second_answer_is_re
 
     app = browser.new_context().new_page()
     app.goto(demo_url(waypoint_server, started, auto="2026-12-24"))
-    expect(app.get_by_role("log")).to_contain_text("Booked for 2026-12-24.", timeout=10_000)
+    expect(app.get_by_role("log")).to_contain_text('Booked for {"date": "2026-12-24"}.', timeout=10_000)
     person_form.locator("input").fill("2027-01-02")
     person_form.get_by_role("button", name="Submit").click()
 
     alert = person.get_by_role("alert")
     expect(alert).to_contain_text("Someone else already answered", timeout=10_000)
     expect(alert).to_contain_text('{"date":"2026-12-24"}')
-    expect(person.get_by_role("log")).to_contain_text("Booked for 2026-12-24.")
+    expect(person.get_by_role("log")).to_contain_text('Booked for {"date": "2026-12-24"}.')
     screenshot(person, "sdk-conflict")
     person.context.close()
     app.context.close()
