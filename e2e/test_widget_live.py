@@ -289,6 +289,8 @@ def test_enter_sends_and_shift_enter_starts_a_new_line(browser, widget_server, s
     assert box.input_value() == "first line\nsecond line"
     box.press("Enter")
 
-    expect(page.get_by_role("log")).to_contain_text("second line", timeout=10_000)
+    mine = page.locator("#transcript .message.user").last
+    expect(mine).to_contain_text("second line", timeout=10_000)
+    assert "first line\nsecond line" in mine.locator(".bubble").inner_text()  # the break stays in the message
     expect(box).to_have_value("")
     context.close()

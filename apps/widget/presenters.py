@@ -18,7 +18,8 @@ from apps.conversations import queries
 from apps.ledger.identities import persona_name
 from apps.runs.machine import CONTINUABLE, OPEN
 
-_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+# `breaks`: a line break typed with Shift+Enter stays a line break in the message.
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable("table")
 _TAGS = {"p", "br", "strong", "em", "code", "pre", "ul", "ol", "li", "a", "blockquote", "h1", "h2", "h3", "h4",
          "table", "thead", "tbody", "tr", "th", "td", "hr", "del"}
 
@@ -241,6 +242,7 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     by_name = {t["name"]: t for t in config.get("tools", [])}
     for message in state["messages"]:
         message["html"] = mark_safe(message_html(message["id"], message["text"]))  # noqa: S308 - sanitised by nh3
+        message["time_text"] = clock_time(message.get("created_at"))
     for call in state["pending_client_actions"]:
         tool = by_name.get(call["tool"], {})
         if call.get("reattempt_of"):

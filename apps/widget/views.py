@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+from functools import wraps
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -31,6 +32,7 @@ from apps.workspaces import actions as workspace_actions
 
 log = logging.getLogger(__name__)
 
+LINK_INVALID = "This link is invalid or has expired — start a new conversation"
 TEMPLATE = "widget/conversation.html"
 
 
@@ -147,20 +149,38 @@ def widget_resume(request: HttpRequest, assistant_id: str) -> HttpResponse:
 
 # --- the conversation page (link and widget) ----------------------------------------------------
 
+class LinkInvalid(Http404):
+    """The link's token is forged, malformed, expired or revoked, belongs elsewhere, or its conversation is gone."""
+
+
+def for_people(view):
+    """Answer a conversation link that does not work with the page that says so (404), whatever DEBUG says."""
+
+    @wraps(view)
+    def answering(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except LinkInvalid:
+            if request.htmx:  # a post from a page whose link stopped working: say so where it shows notices
+                return render(request, f"{TEMPLATE}#notices", {"oob": True, "notice": LINK_INVALID}, status=404)
+            return render(request, "widget/link_invalid.html", {"problem": LINK_INVALID}, status=404)
+
+    return answering
+
 
 def _grant(request: HttpRequest, conversation_id: str, permission: str = "view") -> tokens.Grant:
     raw = request.POST.get("token") or request.GET.get("token") or ""
     grant = tokens.resolve(raw) if raw else None
     # Another conversation's token, like a forged one, learns nothing: not found either way.
     if grant is None or grant.conversation_id != str(conversation_id) or not grant.allows(permission):
-        raise Http404("no such conversation")
+        raise LinkInvalid("no such conversation")
     return grant
 
 
 def _conversation(conversation_id: str) -> Conversation:
     conversation = queries.conversation_for(conversation_id)
     if conversation is None:
-        raise Http404("no such conversation")
+        raise LinkInvalid("no such conversation")
     return conversation
 
 
@@ -177,12 +197,14 @@ def _page(request: HttpRequest, context: dict, *, status: int = 200) -> HttpResp
     return response
 
 
+@for_people
 @require_safe
 def conversation_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id)
     return _page(request, _context(request, _conversation(conversation_id), grant))
 
 
+@for_people
 @require_safe
 def live(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id)
@@ -191,7 +213,7 @@ def live(request: HttpRequest, conversation_id: str) -> HttpResponse:
     if sent := request.headers.get("If-None-Match"):
         head = queries.conversation_head(conversation_id)
         if head is None:
-            raise Http404("no such conversation")
+            raise LinkInvalid("no such conversation")
         if sent == f'"{head}"':
             return HttpResponse(status=304, headers={"ETag": f'"{head}"'})
     conversation = _conversation(conversation_id)
@@ -230,6 +252,7 @@ def _send_problem(exc: WaypointError, conversation_id: str) -> str:
 
 # Token-authenticated posts: the credential is the token in the form body, never a cookie, so a
 # cross-site form cannot forge them and CSRF cookies (which third-party iframes lose) are not needed.
+@for_people
 @csrf_exempt
 @require_POST
 def send(request: HttpRequest, conversation_id: str) -> HttpResponse:
@@ -253,6 +276,7 @@ def send(request: HttpRequest, conversation_id: str) -> HttpResponse:
     return _after_post(request, conversation_id, grant)
 
 
+@for_people
 @csrf_exempt
 @require_POST
 def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
@@ -294,6 +318,7 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         conflict = {"tool": call["tool"], "answered_by": answered["answered_by"], "output_text": describe_output(answered["output"], call["kind"])}
         return _after_post(request, conversation_id, grant, conflict=conflict)
     return _after_post(request, conversation_id, grant)
+@for_people
 
 
 @csrf_exempt
@@ -305,6 +330,7 @@ def continue_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
     return _after_post(request, conversation_id, grant)
+@for_people
 
 
 @csrf_exempt

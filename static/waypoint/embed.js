@@ -38,6 +38,7 @@
   var ready = null; // the first ready message's detail, once the iframe has said it
   var unread = 0;
   var small = window.matchMedia("(max-width: 480px)");
+  var hostOverflow = null; // the host page's own overflow styles while the full-screen chat holds them
 
   function emit(name, detail) {
     (listeners[name] || []).slice().forEach(function (callback) {
@@ -141,6 +142,22 @@
     }
     // Full screen on a phone: the chat's own close button (and Esc) closes it.
     launcher.style.display = small.matches && isOpen ? "none" : "flex";
+    holdHostScroll(small.matches && isOpen);
+  }
+
+  // Behind a full-screen chat the host page must not scroll (a swipe past the transcript's end
+  // would move it); its own overflow styles come back when the chat closes or the screen widens.
+  function holdHostScroll(hold) {
+    var root = document.documentElement;
+    if (hold && !hostOverflow) {
+      hostOverflow = { root: root.style.getPropertyValue("overflow"), body: document.body.style.getPropertyValue("overflow") };
+      root.style.setProperty("overflow", "hidden");
+      document.body.style.setProperty("overflow", "hidden");
+    } else if (!hold && hostOverflow) {
+      root.style.setProperty("overflow", hostOverflow.root);
+      document.body.style.setProperty("overflow", hostOverflow.body);
+      hostOverflow = null;
+    }
   }
 
   function renderLauncher() {

@@ -8,6 +8,10 @@
   const HEARTBEAT_MS = 30000;
   const HEARTBEAT_GRACE_MS = 5000;
   const STORE_PREFIX = "waypoint:conversation:";
+  const DRAFT_PREFIX = "waypoint:draft:";
+  // Polls that failed in a row (no answer, or a 5xx) before the page says the server is not answering.
+  const STALLED_AFTER_FAILED_POLLS = 2;
+  const LINK_INVALID = "This link is invalid or has expired — start a new conversation.";
 
   // Reconnect quickly after a server restart; polling covers the gap meanwhile.
   htmx.config.wsReconnectDelay = (retry) => Math.min(1000 * 2 ** retry, 10000) * (0.5 + Math.random() / 2);
@@ -54,6 +58,25 @@
       const storage = ownStorage();
       if (storage) storage.removeItem(STORE_PREFIX + assistant);
       else toHost("forget");
+    },
+  };
+
+  // What the visitor is typing, kept per tab so that a reload does not lose it.
+  const drafts = {
+    storage() {
+      try { return window.sessionStorage; } catch (e) { return null; }
+    },
+    read(conversation) {
+      const storage = drafts.storage();
+      try { return (storage && storage.getItem(DRAFT_PREFIX + conversation)) || ""; } catch (e) { return ""; }
+    },
+    write(conversation, text) {
+      const storage = drafts.storage();
+      try {
+        if (!storage) return;
+        if (text) storage.setItem(DRAFT_PREFIX + conversation, text);
+        else storage.removeItem(DRAFT_PREFIX + conversation);
+      } catch (e) { /* storage full or blocked: the draft is simply not kept */ }
     },
   };
 
@@ -178,6 +201,25 @@
     let polling = false;
     let cardInteraction = false;
     let stickToBottom = true;
+    let everOnline = false;
+    let failedPolls = 0;
+    const conversation = main.dataset.conversation;
+    // Only useful with this script running, so made by it: a button that takes the reader down.
+    const newMessages = document.createElement("button");
+    newMessages.type = "button";
+    newMessages.id = "new-messages";
+    newMessages.className = "new-messages small";
+    newMessages.textContent = "New messages ↓";
+    newMessages.hidden = true;
+    body.appendChild(newMessages);
+    const seenCards = new Set(Array.from(document.querySelectorAll("#cards form.card")).map((card) => card.id));
+
+    const box = document.getElementById("message");
+    if (box && !box.value) {
+      box.value = drafts.read(conversation);
+      if (box.value) autosize(box);
+    }
+    document.addEventListener("input", (event) => { if (event.target.id === "message") drafts.write(conversation, event.target.value); });
 
     if (assistant) {
       store.write(assistant, { conversation_id: main.dataset.conversation, token: main.dataset.token, who: main.dataset.who || "" });
@@ -187,10 +229,84 @@
 
     function nearBottom() { return body.scrollHeight - body.scrollTop - body.clientHeight < 80; }
     function scrollToEnd() { body.scrollTop = body.scrollHeight; }
-    body.addEventListener("scroll", () => { stickToBottom = nearBottom(); }, { passive: true });
+    function showNewMessages(show) { newMessages.hidden = !show; }
+    body.addEventListener("scroll", () => {
+      stickToBottom = nearBottom();
+      if (stickToBottom) showNewMessages(false);
+    }, { passive: true });
+    newMessages.addEventListener("click", () => {
+      stickToBottom = true;
+      scrollToEnd();
+      showNewMessages(false);
+    });
     scrollToEnd();
 
-    function markLive() { main.dataset.live = healthy ? "ws" : "poll"; }
+    // "Online" only while the socket delivers; otherwise the page says it is (re)connecting, and
+    // once polls stop getting answers too, the typing dots give way to a notice that says so.
+    function stalled() { return !healthy && failedPolls >= STALLED_AFTER_FAILED_POLLS; }
+    function markLive() {
+      main.dataset.live = healthy ? "ws" : "poll";
+      if (healthy) everOnline = true;
+      main.dataset.connection = healthy ? "online" : everOnline ? "reconnecting" : "connecting";
+      const line = document.getElementById("connection");
+      const text = healthy ? "" : revoked ? "Not connected" : everOnline ? "Reconnecting…" : "Connecting…";
+      if (line && line.textContent !== text) line.textContent = text;
+      main.classList.toggle("stalled", stalled() && !revoked);
+      const notice = document.getElementById("stalled");
+      if (notice) notice.hidden = !(stalled() && !revoked);
+    }
+
+    // --- times: relative, the exact one on hover, a separator where a day begins -------------------
+    const MINUTE = 60000;
+    function dayKey(date) {
+      return [date.getFullYear(), String(date.getMonth() + 1).padStart(2, "0"), String(date.getDate()).padStart(2, "0")].join("-");
+    }
+    function dayLabel(date, now) {
+      if (dayKey(date) === dayKey(now)) return "Today";
+      if (dayKey(date) === dayKey(new Date(now.getTime() - 24 * 60 * MINUTE))) return "Yesterday";
+      const year = date.getFullYear() === now.getFullYear() ? undefined : "numeric";
+      return date.toLocaleDateString([], { weekday: "long", day: "numeric", month: "long", year: year });
+    }
+    function ago(date, now) {
+      const elapsed = now - date;
+      if (elapsed < MINUTE) return "just now";
+      if (elapsed < 60 * MINUTE) return `${Math.floor(elapsed / MINUTE)} min ago`;
+      return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    }
+    function setText(el, text) { if (el && el.textContent !== text) el.textContent = text; }
+    function stampTimes() {
+      const transcript = document.getElementById("transcript");
+      if (!transcript) return;
+      const now = new Date();
+      let day = "";
+      Array.from(transcript.children).forEach((item) => {
+        const time = item.querySelector("time.when");
+        const date = time && new Date(time.dateTime);
+        if (!date || isNaN(date)) return;
+        // The relative words change every minute; only their aria-hidden copy does, so the log
+        // does not announce the clock.
+        setText(time.querySelector(".ago"), ago(date, now));
+        setText(time.querySelector(".exact"), date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
+        time.title = date.toLocaleString([], { dateStyle: "full", timeStyle: "short" });
+        const key = dayKey(date);
+        if (key === day) return;
+        day = key;
+        const before = item.previousElementSibling;
+        if (before && before.id === `day-${key}`) {
+          setText(before.firstElementChild, dayLabel(date, now));
+          return;
+        }
+        const separator = document.createElement("li");
+        separator.id = `day-${key}`;
+        separator.className = "day";
+        const label = document.createElement("span");
+        label.textContent = dayLabel(date, now);
+        separator.appendChild(label);
+        transcript.insertBefore(separator, item);
+      });
+    }
+    stampTimes();
+    setInterval(stampTimes, 30000);
 
     function syncComposer() {
       const status = document.getElementById("status");
@@ -214,7 +330,7 @@
       const wanted = Array.from(incoming.children);
       if (!("after" in incoming.dataset)) {
         const ids = wanted.map((el) => el.id);
-        const known = Array.from(current.children).filter((el) => el.id !== "typing");
+        const known = Array.from(current.children).filter((el) => el.id !== "typing" && !el.classList.contains("day"));
         if (!known.every((el, i) => el.id === ids[i])) return false;
       }
       const typing = document.getElementById("typing");
@@ -236,6 +352,7 @@
         }
       }
       added.forEach(tellHost);
+      if (added.length && !stickToBottom) showNewMessages(true);
       return true;
     }
 
@@ -292,12 +409,38 @@
       }
     });
 
+    function announce(text) {
+      const announcer = document.getElementById("announcer");
+      if (!announcer) return;
+      announcer.textContent = "";
+      // A fresh text node a moment later: screen readers announce a change, not a repeat.
+      setTimeout(() => { announcer.textContent = text; }, 50);
+    }
+
+    // A request that arrived by itself (not the answer to this visitor's click) takes the focus,
+    // at its heading, unless the visitor is in the middle of typing a message.
+    function newCard() {
+      const card = Array.from(document.querySelectorAll("#cards form.card")).find((el) => !seenCards.has(el.id));
+      document.querySelectorAll("#cards form.card").forEach((el) => seenCards.add(el.id));
+      if (!card) return;
+      // The heading takes the focus (it names the request); the form keeps no name of its own,
+      // which would repeat its only field's label.
+      const title = card.querySelector("h2") || card;
+      title.tabIndex = -1;
+      announce(`New request: ${title.textContent.trim()}`);
+      const active = document.activeElement;
+      if (!(active && active.id === "message" && active.value.trim())) title.focus({ preventScroll: true });
+    }
+
     document.addEventListener("htmx:oobAfterSwap", (event) => {
       const target = event.detail.target;
       if (target && target.id === "cards" && cardInteraction) {
         cardInteraction = false;
+        document.querySelectorAll("#cards form.card").forEach((el) => seenCards.add(el.id));
         const field = document.querySelector("#cards input:not([type=hidden]), #cards button");
         (field || document.getElementById("message") || document.getElementById("cards")).focus({ preventScroll: true });
+      } else if (target && target.id === "cards") {
+        newCard();
       }
       if (target && target.id === "notices" && target.children.length) target.scrollIntoView({ block: "nearest" });
     });
@@ -324,10 +467,12 @@
 
     function afterUpdate() {
       syncComposer();
+      stampTimes();
       if (stickToBottom) scrollToEnd();
     }
     document.addEventListener("htmx:wsAfterMessage", () => {
       healthy = true;
+      failedPolls = 0;
       lastMessageAt = Date.now();
       markLive();
       afterUpdate();
@@ -338,15 +483,37 @@
     });
     document.addEventListener("htmx:afterRequest", (event) => {
       const form = event.detail.elt;
-      if (form && form.classList && form.classList.contains("send-form") && event.detail.successful) {
-        form.reset();
-        const textarea = form.querySelector("textarea");
-        if (textarea) autosize(textarea);
-        stickToBottom = true;
+      const status = event.detail.xhr.status;
+      // A request that got no answer at all (htmx sets no `failed` then, only a status of 0).
+      if (!status) showProblem("We could not reach the server. Check your connection and try again.");
+      if (form && form.classList && form.classList.contains("send-form")) {
+        if (status >= 200 && status < 300) {
+          form.reset();
+          drafts.write(conversation, "");
+          const textarea = form.querySelector("textarea");
+          if (textarea) autosize(textarea);
+          stickToBottom = true;
+        } else if (!status || status === 409 || status === 429 || status >= 500) {
+          offerRetry(form); // what was typed stays in the box
+        }
       }
-      if (event.detail.failed && !event.detail.xhr.status) showProblem("We could not reach the server. Check your connection and try again.");
       afterUpdate();
     });
+
+    function offerRetry(form) {
+      const notices = document.getElementById("notices");
+      if (!notices) return;
+      if (!notices.children.length) showProblem("Your message was not sent.");
+      const retry = document.createElement("button");
+      retry.type = "button";
+      retry.className = "secondary small retry";
+      retry.textContent = "Retry";
+      retry.addEventListener("click", () => {
+        notices.replaceChildren();
+        form.requestSubmit();
+      });
+      notices.appendChild(retry);
+    }
 
     document.addEventListener("htmx:beforeSwap", (event) => {
       if (event.detail.xhr.status >= 500) showProblem("Something went wrong on our side. Please try again.");
@@ -362,7 +529,12 @@
       notices.replaceChildren(p);
     }
 
-    let laterTries = 0; // reconnects after a 4503 (the server cannot push for now), for the backoff
+    // The ws extension reconnects by itself only after 1006/1011/1012/1013; after any other close
+    // (a proxy's 1000 or 1001, the server's 4503 "try again later") the page comes back on its
+    // own, with backoff, polling meanwhile. The codes that mean the link is dead stop it.
+    const GONE_FOR_GOOD = [4401, 4403, 4404];
+    const EXTENSION_RECONNECTS = [1006, 1011, 1012, 1013];
+    let laterTries = 0; // reconnects this page made since the socket was last open, for the backoff
     document.addEventListener("htmx:wsOpen", (event) => {
       laterTries = 0;
       socket = event.detail.socketWrapper;
@@ -377,9 +549,8 @@
     document.addEventListener("htmx:wsClose", (event) => {
       socketDown();
       const code = event.detail.event && event.detail.event.code;
-      if (code === 4401) linkRevoked();
-      // 4503: the server cannot push right now. Poll meanwhile (socketDown) and come back later.
-      if (code === 4503 && event.detail.socketWrapper) {
+      if (GONE_FOR_GOOD.includes(code)) linkRevoked();
+      if (!GONE_FOR_GOOD.includes(code) && !EXTENSION_RECONNECTS.includes(code) && event.detail.socketWrapper) {
         const delay = Math.min(2000 * 2 ** laterTries, 15000) * (0.5 + Math.random() / 2);
         laterTries += 1;
         setTimeout(() => event.detail.socketWrapper.reconnect(), delay);
@@ -392,8 +563,9 @@
     function linkRevoked() {
       if (revoked) return;
       revoked = true;
-      showProblem("This link is no longer valid. Start a new conversation to go on.");
+      showProblem(LINK_INVALID);
       main.querySelectorAll("#composer textarea, #composer button, #cards button").forEach((el) => { el.disabled = true; });
+      markLive();
     }
 
     async function poll() {
@@ -403,16 +575,18 @@
         const headers = { "HX-Request": "true" };
         if (lastEtag) headers["If-None-Match"] = lastEtag;
         const response = await fetch(main.dataset.liveUrl, { headers: headers, cache: "no-store", credentials: "omit" });
-        if (response.status === 401 || response.status === 403) linkRevoked();
+        if ([401, 403, 404].includes(response.status)) linkRevoked();
+        failedPolls = response.status >= 500 ? failedPolls + 1 : 0;
         if (response.status === 200) {
           lastEtag = response.headers.get("ETag");
           htmx.swap(document.body, await response.text(), { swapStyle: "none" });
           afterUpdate();
         }
       } catch (e) {
-        /* offline for a moment: the next tick retries, quietly */
+        failedPolls += 1; // no answer at all: the next tick retries
       } finally {
         polling = false;
+        markLive();
       }
     }
 
