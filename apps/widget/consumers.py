@@ -256,8 +256,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         load = self._conversation
         if self.format == "html":
             return pushes.html(self.conversation_id, viewer=self._viewer(), since=since, announced=announced, load=load)
-        after = self.after_seq if since is None else since.seq
-        return pushes.state_json(self.conversation_id, after=after, announced=announced, load=load)
+        # A JSON push stays the messages resource read with the connect's after_seq, as documented
+        # and as a client replacing its list expects; it is still read once per head and shared.
+        return pushes.state_json(self.conversation_id, after=self.after_seq, announced=announced, load=load)
 
     def _conversation(self):
         return queries.conversation_for(self.conversation_id)

@@ -90,7 +90,7 @@ class TestWhatAPushCarries:
         assert 'id="cards"' in whole
         await communicator.disconnect()
 
-    async def test_a_json_socket_gets_the_messages_after_the_head_it_was_sent(self, start, clock):
+    async def test_a_json_socket_gets_the_messages_resource_after_its_connects_after_seq(self, start, clock):
         started = await sync_to_async(start)("hello")
         communicator = await _socket(started, "format=json&after_seq=0")
         first = json.loads(await communicator.receive_from(timeout=10))
@@ -101,7 +101,7 @@ class TestWhatAPushCarries:
             seen.append(json.loads(await communicator.receive_from(timeout=10)))
 
         assert [m["text"] for m in first["state"]["messages"]] == ["hello", "You said: hello"]
-        assert [m["text"] for push in seen for m in push["state"]["messages"]] == ["second", "You said: second"]
+        assert [m["text"] for m in seen[-1]["state"]["messages"]] == ["hello", "You said: hello", "second", "You said: second"]
         assert seen[-1]["state"]["run_status"] == "completed" and seen[-1]["seq"] == seen[-1]["state"]["seq"]
         await communicator.disconnect()
 
