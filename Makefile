@@ -2,6 +2,7 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
+E2E_TOOLS := e2e/node_modules/.package-lock.json
 export UV_PYTHON_DOWNLOADS := never
 
 # Django 6.1 needs Python >= 3.12: take the newest suitable interpreter on PATH or under pyenv.
@@ -27,8 +28,13 @@ run: install
 	DEBUG=1 $(PY) manage.py demo_shop --port 8001 --widget-url http://127.0.0.1:8000 & trap 'kill $$!' EXIT; \
 	DEBUG=1 WAYPOINT_WEBHOOK_ALLOW_PRIVATE=1 $(VENV)/bin/daphne -b 127.0.0.1 -p 8000 config.asgi:application
 
-test: install
+test: install $(E2E_TOOLS)
 	@bash tests/run.sh $(ARGS)
+
+# axe-core, which the e2e suite injects into pages to check accessibility, at the version e2e/package-lock.json pins.
+$(E2E_TOOLS): e2e/package.json e2e/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then npm ci --prefix e2e --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "npm (Node.js) was not found: the e2e accessibility checks will be skipped (in CI they fail)." >&2; fi
 
 # ruff, and the import contracts of pyproject.toml (the layers of docs/architecture.md).
 lint: install

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -13,6 +14,10 @@ from tests.servers import PYTHON, ROOT, DaphneServer, ServerDatabase, free_port
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).parent / "artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
+# axe-core from npm (e2e/package.json; `make test` runs `npm ci` for it).
+AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
+# What people with a disability are blocked by; "moderate" and "minor" findings are reported by axe, not failed on.
+AXE_FAILS_ON = ("serious", "critical")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--no-first-run", "--disable-quic"]
 
@@ -89,6 +94,51 @@ def screenshots():
     return take
 
 
+@pytest.fixture
+def accessibility():
+    """
+    Check a page with axe-core in light and dark mode: `check(page)` fails on any serious or critical violation.
+
+    Every frame with a document of its own (the widget's iframe) is checked too, each on its own; the
+    page gets its colour scheme back afterwards. Without axe-core the check skips and says how to get
+    it, except in CI (`WAYPOINT_REQUIRE_AXE=1` or `CI`), where it fails.
+    """
+    if not AXE.exists():
+        reason = f"axe-core is not installed at {AXE.relative_to(ROOT)}: `make test` runs `npm ci --prefix e2e` for it"
+        if os.environ.get("WAYPOINT_REQUIRE_AXE") or os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+    source = AXE.read_text()
+
+    def check(page) -> None:
+        dark = page.evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches")
+        found = []
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            for frame in page.frames:
+                if frame.url in ("", "about:blank"):
+                    continue
+                if not frame.evaluate("() => typeof window.axe === 'object'"):
+                    # Evaluated, not added as a <script> (add_script_tag): the pages' CSP (script-src 'self')
+                    # refuses inline scripts, and it stays on so the pages are checked as people get them.
+                    frame.evaluate(source)
+                violations = frame.evaluate(
+                    "(impacts) => axe.run(document, {iframes: false, resultTypes: ['violations']})"
+                    ".then((r) => r.violations.filter((v) => impacts.includes(v.impact)).map((v) => ({"
+                    "id: v.id, impact: v.impact, help: v.help,"
+                    "nodes: v.nodes.map((n) => n.target.join(' ') + ': ' + n.failureSummary.replace(/\\s+/g, ' '))})))",
+                    list(AXE_FAILS_ON),
+                )
+                found += [f"{scheme} {frame.url}\n  {v['impact']} {v['id']}: {v['help']}\n    " + "\n    ".join(v["nodes"])
+                          for v in violations]
+        page.emulate_media(color_scheme="dark" if dark else "light")
+        assert not found, "axe-core found serious or critical violations:\n" + "\n".join(found)
+
+    return check
+
+
 @pytest.fixture(scope="session")
 def shop_origin() -> str:
     """Where the demo shop will listen: another origin (and site) than the widget's 127.0.0.1."""
@@ -128,6 +178,56 @@ def demo_shop(widget_server, shop_origin):
     yield shop_origin
     proc.terminate()
     proc.wait(timeout=10)
+
+
+# Runs in a separate `manage.py shell` process that crashes for real: the customer asks for a refund
+# and approves it; the refund webhook (the demo shop in the server) is called, and the process dies
+# (WAYPOINT_FAULT_AT=during_action) before it records the outcome. The server's recovery then finds
+# the orphaned turn and quarantines it.
+CRASHING_CUSTOMER = """
+import json
+from django.utils import timezone
+from apps.agent.actions import create_assistant
+from apps.agent import actions
+from apps.conversations import queries
+
+config = {
+    "name": "Refund desk",
+    "model": {"provider": "scripted", "rules": [{"match": "refund", "steps": [
+        {"call": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}},
+        {"say": "Refund issued: {result}."}]}]},
+    "tools": [{"name": "issue_refund", "kind": "server", "action": "webhook", "url": HOOK, "requires_approval": True}],
+}
+assistant = create_assistant(config=config)
+started = actions.start_conversation(assistant_id=str(assistant.id), message="I want a refund for order A-1",
+                                     persona="guest:alice", edge="link", now=timezone.now())
+print(json.dumps(started), flush=True)
+state = queries.conversation_state(queries.conversation_for(started["conversation_id"]))
+[call] = state["pending_client_actions"]
+actions.accept_results(conversation_id=started["conversation_id"], run_id=state["run_id"], persona="guest:alice",
+                       now=timezone.now(), results=[{"call_id": call["call_id"], "output": {
+                           "decision": "approve", "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}])
+"""
+
+
+@pytest.fixture(scope="module")
+def crash_a_refund():
+    """
+    `crash(server)` leaves a conversation on `server` whose approved refund was sent by a process that then died.
+
+    Returns the start answer (`conversation_id`, `turn_id`, `run_id`, `token`); the server's recovery
+    then quarantines the turn, and the customer sees it interrupted with its outcome unknown.
+    """
+
+    def crash(server) -> dict:
+        code = f"HOOK = {server.url + '/demo/hooks/refund'!r}\n" + CRASHING_CUSTOMER
+        env = {**os.environ, **server.database.env, "WAYPOINT_RUNNER": "inline", "WAYPOINT_FAULT_AT": "during_action"}
+        result = subprocess.run([PYTHON, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == 137, result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    return crash
 
 
 @pytest.fixture

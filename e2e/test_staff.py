@@ -2,60 +2,21 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import time
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.servers import PYTHON, ROOT
-
 PASSWORD = "a long staff password"
-
-# Runs in a separate `manage.py shell` process that crashes for real: the customer asks for a refund
-# and approves it; the refund webhook (the demo shop in the server) is called, and the process dies
-# (WAYPOINT_FAULT_AT=during_action) before it records the outcome. The server's recovery then finds
-# the orphaned turn and quarantines it.
-CRASHING_CUSTOMER = """
-import json
-from django.utils import timezone
-from apps.agent.actions import create_assistant
-from apps.agent import actions
-from apps.conversations import queries
-
-config = {
-    "name": "Refund desk",
-    "model": {"provider": "scripted", "rules": [{"match": "refund", "steps": [
-        {"call": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}},
-        {"say": "Refund issued: {result}."}]}]},
-    "tools": [{"name": "issue_refund", "kind": "server", "action": "webhook", "url": HOOK, "requires_approval": True}],
-}
-assistant = create_assistant(config=config)
-started = actions.start_conversation(assistant_id=str(assistant.id), message="I want a refund for order A-1",
-                                     persona="guest:alice", edge="link", now=timezone.now())
-print(json.dumps(started), flush=True)
-state = queries.conversation_state(queries.conversation_for(started["conversation_id"]))
-[call] = state["pending_client_actions"]
-actions.accept_results(conversation_id=started["conversation_id"], run_id=state["run_id"], persona="guest:alice",
-                       now=timezone.now(), results=[{"call_id": call["call_id"], "output": {
-                           "decision": "approve", "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}])
-"""
 
 
 @pytest.fixture(scope="module")
-def panel(waypoint_server):
+def panel(waypoint_server, crash_a_refund):
     """A staff login, and a conversation whose approved refund was sent by a process that then died."""
-    code = (f"from django.contrib.auth import get_user_model\n"
-            f"get_user_model().objects.create_superuser('ops', 'ops@example.com', {PASSWORD!r})\n"
-            f"HOOK = {waypoint_server.url + '/demo/hooks/refund'!r}\n" + CRASHING_CUSTOMER)
-    env = {**os.environ, **waypoint_server.database.env, "WAYPOINT_RUNNER": "inline", "WAYPOINT_FAULT_AT": "during_action"}
-    result = subprocess.run([PYTHON, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 137, result.stderr
-    return {"login": ("ops", PASSWORD), "crashed": json.loads(result.stdout.strip().splitlines()[-1])}
+    waypoint_server.database.manage("shell", "-c", "from django.contrib.auth import get_user_model; "
+                                    f"get_user_model().objects.create_superuser('ops', 'ops@example.com', {PASSWORD!r})")
+    return {"login": ("ops", PASSWORD), "crashed": crash_a_refund(waypoint_server)}
 
 
 def log_in(page, server, username, password):
@@ -64,6 +25,17 @@ def log_in(page, server, username, password):
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_role("heading", name="Conversations")).to_be_visible()
+
+
+def wait_until_quarantined(page, server, cid: str) -> None:
+    """Recovery quarantines the orphaned turn within a few seconds of the crash."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        page.goto(server.url + "/staff/?quarantined=1")
+        if page.locator(f"#conversation-{cid}").count():
+            break
+        page.wait_for_timeout(500)
+    expect(page.locator(f"#conversation-{cid}")).to_contain_text("quarantined")
 
 
 def test_a_staff_member_inspects_verifies_and_resolves_a_quarantined_turn(browser, waypoint_server, panel, screenshot):
@@ -76,14 +48,7 @@ def test_a_staff_member_inspects_verifies_and_resolves_a_quarantined_turn(browse
     screenshot(page, "staff-login")
     log_in(page, waypoint_server, *panel["login"])
 
-    # Recovery quarantines the orphaned turn within a few seconds of the crash.
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        page.goto(waypoint_server.url + "/staff/?quarantined=1")
-        if page.locator(f"#conversation-{cid}").count():
-            break
-        page.wait_for_timeout(500)
-    expect(page.locator(f"#conversation-{cid}")).to_contain_text("quarantined")
+    wait_until_quarantined(page, waypoint_server, cid)
     page.goto(waypoint_server.url + "/staff/")
     screenshot(page, "staff-conversations")
 
@@ -171,4 +136,67 @@ def test_assistants_and_api_keys_are_managed_from_the_panel(browser, waypoint_se
     page.get_by_role("link", name="Personas").click()
     expect(page.get_by_role("table")).to_contain_text("guest:alice")
     screenshot(page, "staff-personas")
+    context.close()
+
+
+def conversation_id(link: str) -> str:
+    return link.split("/c/", 1)[1].split("?", 1)[0]
+
+
+def test_the_list_shows_each_conversations_lifecycle_apart_from_its_latest_run(
+    browser, waypoint_server, panel, start_conversation
+):
+    customer = browser.new_context().new_page()
+    answered = conversation_id(start_conversation(customer, waypoint_server, "Where is my order?"))
+    expect(customer.get_by_role("log")).to_contain_text("Your order A-1 is on its way", timeout=10_000)
+    finished = conversation_id(start_conversation(customer, waypoint_server, "bye"))
+    expect(customer.get_by_text("This conversation is complete")).to_be_visible(timeout=10_000)
+    page = browser.new_context().new_page()
+
+    log_in(page, waypoint_server, *panel["login"])
+
+    headings = page.locator("table.conversations thead th")
+    lifecycle = headings.all_inner_texts().index("Lifecycle")
+    last_run = headings.all_inner_texts().index("Last run")
+    for cid, expected in ((answered, ("active", "completed")), (finished, ("completed", "completed")),
+                          (panel["crashed"]["conversation_id"], ("active", None))):
+        cells = page.locator(f"#conversation-{cid} td")
+        expect(cells.nth(lifecycle)).to_have_text(expected[0])
+        if expected[1]:
+            expect(cells.nth(last_run)).to_have_text(expected[1])
+    page.context.close()
+    customer.context.close()
+
+
+def test_the_inspector_fits_a_375_px_phone_without_sideways_scrolling(browser, waypoint_server, panel, screenshots):
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    page = context.new_page()
+    log_in(page, waypoint_server, *panel["login"])
+
+    page.goto(f"{waypoint_server.url}/staff/conversations/{panel['crashed']['conversation_id']}/")
+
+    expect(page.locator("#timeline")).to_contain_text("turn_ambiguous", timeout=10_000)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 375
+    screenshots(page, "staff-inspector")
+    context.close()
+
+
+def test_every_staff_page_passes_axe_in_light_and_dark_mode(browser, waypoint_server, panel, crash_a_refund, accessibility):
+    crashed = crash_a_refund(waypoint_server)  # so the quarantine queue has a card to check
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(waypoint_server.url + "/staff/")
+    accessibility(page)
+    log_in(page, waypoint_server, *panel["login"])
+    wait_until_quarantined(page, waypoint_server, crashed["conversation_id"])
+    page.goto(waypoint_server.url + "/staff/")
+    accessibility(page)
+
+    page.goto(f"{waypoint_server.url}/staff/conversations/{crashed['conversation_id']}/")
+    expect(page.locator("#inspector")).to_have_attribute("data-ws-open", "1")
+    accessibility(page)
+    for section in ("Quarantine", "Assistants", "API keys", "Personas"):
+        page.get_by_role("navigation", name="Staff").get_by_role("link", name=section).click()
+        expect(page.get_by_role("link", name=section)).to_have_attribute("aria-current", "page")
+        accessibility(page)
     context.close()

@@ -203,7 +203,13 @@ class DaphneServer:
             cwd=ROOT, env=environment, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         if wait:
-            self.wait_ready()
+            try:
+                self.wait_ready()
+            except BaseException:
+                # The caller never gets a server to stop: a process left behind would serve no one and
+                # hold its port, its database connections and a share of the CPU.
+                self.kill()
+                raise
         return self
 
     def wait_ready(self, timeout: float = 90) -> None:

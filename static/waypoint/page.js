@@ -296,7 +296,7 @@
           setText(before.firstElementChild, dayLabel(date, now));
           return;
         }
-        const separator = document.createElement("li");
+        const separator = document.createElement("div");
         separator.id = `day-${key}`;
         separator.className = "day";
         const label = document.createElement("span");

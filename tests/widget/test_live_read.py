@@ -43,7 +43,7 @@ class TestSendReply:
 
         body = response.content.decode()
         assert response.status_code == 200
-        assert body.count('<li id="message-') == 1 and "second" in body and "You said" not in body
+        assert body.count('<div id="message-') == 1 and "second" in body and "You said" not in body
         assert f'data-after="{head}"' in body and 'id="cards"' not in body and 'id="memory"' not in body
         assert 'id="notices"' in body
 

@@ -1,0 +1,72 @@
+"""axe-core on every card state of the customer page and on the widget embedded in the demo shop, light and dark.
+
+Each state is also saved at 375 and 1280 px (`screenshots`), for people to look at.
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+STATES = {
+    "approval": ("I want a refund", lambda page: page.get_by_role("button", name="Approve")),
+    "question": ("I need help", lambda page: page.get_by_label("Your answer")),
+    "client-form": ("When can you deliver?", lambda page: page.get_by_label("Delivery date")),
+    "completed": ("bye", lambda page: page.get_by_text("This conversation is complete")),
+}
+
+
+def test_the_home_page_passes_axe(browser, widget_server, accessibility):
+    page = browser.new_page()
+
+    page.goto(widget_server.url + "/")
+
+    expect(page.get_by_role("button", name="Start a conversation").first).to_be_visible()
+    accessibility(page)
+    page.context.close()
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_each_card_state_of_the_customer_page_passes_axe(browser, widget_server, start_conversation, accessibility,
+                                                         screenshots, state):
+    message, shown = STATES[state]
+    page = browser.new_page()
+
+    start_conversation(page, widget_server, message)
+
+    expect(shown(page)).to_be_visible(timeout=10_000)
+    screenshots(page, f"card-{state}")
+    accessibility(page)
+    page.context.close()
+
+
+def test_an_interrupted_turn_whose_outcome_is_unknown_passes_axe(browser, widget_server, crash_a_refund, accessibility,
+                                                                 screenshots):
+    crashed = crash_a_refund(widget_server)
+    page = browser.new_page()
+
+    page.goto(f"{widget_server.url}/c/{crashed['conversation_id']}?token={crashed['token']}")
+
+    expect(page.get_by_role("button", name="Continue")).to_be_visible(timeout=30_000)
+    screenshots(page, "card-interrupted")
+    accessibility(page)
+    page.context.close()
+
+
+def test_the_widget_on_the_demo_shop_passes_axe_closed_open_and_with_a_card(browser, demo_shop, accessibility, screenshots):
+    page = browser.new_page()
+    page.goto(demo_shop + "/")
+    expect(page.locator("html")).to_have_attribute("data-waypoint-ready", "1", timeout=15_000)
+    accessibility(page)
+
+    page.get_by_role("button", name="Open chat").click()
+    chat = page.frame_locator("iframe[title=Chat]")
+    expect(chat.get_by_label("Message")).to_be_visible(timeout=10_000)
+    accessibility(page)
+    chat.get_by_label("Message").fill("I want a refund")
+    chat.get_by_label("Message").press("Enter")
+
+    expect(chat.get_by_role("button", name="Approve")).to_be_visible(timeout=10_000)
+    screenshots(page, "widget-approval")
+    accessibility(page)
+    page.context.close()
