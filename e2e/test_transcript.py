@@ -80,8 +80,8 @@ def test_messages_carry_relative_times_with_the_exact_time_on_hover_and_a_day_se
     expect(times.first).to_contain_text("just now")
     assert times.first.get_attribute("datetime").startswith("20")
     assert times.first.get_attribute("title")
-    expect(page.locator("#transcript > li.day")).to_have_count(1)
-    expect(page.locator("#transcript > li.day")).to_have_text("Today")
+    expect(page.locator("#transcript > .day")).to_have_count(1)
+    expect(page.locator("#transcript > .day")).to_have_text("Today")
 
 
 def test_a_new_card_takes_the_focus_and_is_announced(page, widget_server, start_conversation):
