@@ -1260,6 +1260,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run, about 3 minutes)")
     parser.add_argument("--profile", action="store_true", help="also profile 40 turns into bench/profile.txt")
     parser.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections (RESULTS.md is not written)")
+    parser.add_argument("--skip", nargs="*", choices=SECTIONS, default=[],
+                        help="leave these sections out (RESULTS.md is written, their targets not measured)")
     args = parser.parse_args()
     # A stopped run still drops its databases and stops its cluster and servers (the finally blocks).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -1270,7 +1272,7 @@ def main() -> int:
     began = time.perf_counter()
     database = ServerDatabase("bench")
     report = Report()
-    wanted = args.only or SECTIONS
+    wanted = [name for name in args.only or SECTIONS if name not in args.skip]
     cluster = BenchCluster() if set(wanted) & set(ON_OWN_CLUSTER) else None
     try:
         prepare(database)
