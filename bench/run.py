@@ -1251,7 +1251,8 @@ suite; the targets are goals, reported as met or not.
 {history}""")
 
 
-SECTIONS = ("turns", "peers", "state", "push", "load", "verify", "floor", "pushcost", "embedded", "sockets")
+# The end-to-end comparison first: the headline of a run stopped early.
+SECTIONS = ("floor", "embedded", "pushcost", "turns", "peers", "state", "push", "load", "verify", "sockets")
 ON_OWN_CLUSTER = ("floor", "embedded")
 
 
@@ -1274,12 +1275,14 @@ def main() -> int:
     report = Report()
     wanted = [name for name in args.only or SECTIONS if name not in args.skip]
     cluster = BenchCluster() if set(wanted) & set(ON_OWN_CLUSTER) else None
+    running = ""
     try:
         prepare(database)
         machine(report)
         for name in SECTIONS:
             if name not in wanted:
                 continue
+            running = name
             print(f"--- {name}", flush=True)
             section_began = time.perf_counter()
             try:
@@ -1290,16 +1293,25 @@ def main() -> int:
                 traceback.print_exc()
                 report.notes.append(f"section {name} failed: {type(exc).__name__}: {exc}")
             print(f"    {time.perf_counter() - section_began:.0f} s", flush=True)
+        running = ""
     finally:
         from django.db import connections
 
+        if running:  # stopped (SIGTERM): what was measured is still written, the rest said not to be
+            report.notes.append(f"the run was stopped during section {running}; it and the sections after it "
+                                f"({', '.join(n for n in wanted[wanted.index(running) + 1:]) or 'none'}) did not finish")
         connections.close_all()
         database.drop()
         if cluster is not None:
             cluster.close()
+        finish(report, seconds=time.perf_counter() - began, args=args)
+    return 0
+
+
+def finish(report: Report, *, seconds: float, args) -> None:
+    """Print the tables; write RESULTS.md unless only some sections were asked for."""
     measured = {t.goal for t in report.targets}
     report.targets += [Target(goal, "not measured", None) for goal in TARGETS if goal not in measured]
-    seconds = time.perf_counter() - began
     print()
     print(headline_table(report))
     print()
@@ -1311,7 +1323,6 @@ def main() -> int:
     if not args.only:
         write_results(report, seconds=seconds, argv=sys.argv[1:])
         print(f"\nwritten to {RESULTS.relative_to(ROOT)} ({seconds:.0f} s)")
-    return 0
 
 
 def run_section(name: str, report: Report, database, args) -> None:
