@@ -189,6 +189,7 @@ import json
 from django.utils import timezone
 from apps.agent.actions import create_assistant
 from apps.agent import actions
+from apps.agent.state import conversation_state
 from apps.conversations import queries
 
 config = {
@@ -202,7 +203,7 @@ assistant = create_assistant(config=config)
 started = actions.start_conversation(assistant_id=str(assistant.id), message="I want a refund for order A-1",
                                      persona="guest:alice", edge="link", now=timezone.now())
 print(json.dumps(started), flush=True)
-state = queries.conversation_state(queries.conversation_for(started["conversation_id"]))
+state = conversation_state(queries.conversation_for(started["conversation_id"]))
 [call] = state["pending_client_actions"]
 actions.accept_results(conversation_id=started["conversation_id"], run_id=state["run_id"], persona="guest:alice",
                        now=timezone.now(), results=[{"call_id": call["call_id"], "output": {

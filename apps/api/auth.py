@@ -15,11 +15,11 @@ from django.http import HttpRequest
 from django.utils.text import slugify
 from ninja.security import APIKeyQuery, HttpBearer
 
-from apps.api.keys import resolve_api_key
 from apps.conversations import tokens
 from apps.conversations.errors import BadInput, Forbidden, NotFound
 from apps.ledger import identities
 from apps.ops import limits
+from apps.workspaces.keys import resolve_api_key
 
 # provider:external_id or provider:scope:external_id (PRODUCT.md "persona").
 

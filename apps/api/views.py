@@ -20,6 +20,7 @@ from ninja.responses import NinjaJSONEncoder, Status
 
 from apps.agent import actions
 from apps.agent.actions import create_assistant
+from apps.agent.state import conversation_state
 from apps.api import errors, schemas
 from apps.api.auth import AUTH, Principal
 from apps.conversations import queries, tokens
@@ -232,7 +233,7 @@ def messages(
             not_modified["Cache-Control"] = "no-cache"
             return not_modified
     conversation = _conversation(principal, conversation_id, with_assistant=False)
-    state = queries.conversation_state(conversation, after_seq=after_seq)
+    state = conversation_state(conversation, after_seq=after_seq)
     response["ETag"] = tag(state["seq"])
     response["Cache-Control"] = "no-cache"
     return _json(response, state)
@@ -261,7 +262,7 @@ def results(
         conversation_id=str(conversation.id), run_id=run_id, results=[item.model_dump() for item in payload.results],
         persona=principal.acting_as(payload.persona), permissions=principal.permissions, now=timezone.now(),
     )
-    return _json(response, {**acceptance.as_dict(), "state": queries.conversation_state(conversation)})
+    return _json(response, {**acceptance.as_dict(), "state": conversation_state(conversation)})
 
 
 @api.post(

@@ -21,8 +21,6 @@ from apps.agent import actions as agent_actions
 from apps.agent import runner
 from apps.agent.config import ConfigError
 from apps.agent.models import Assistant
-from apps.api import keys
-from apps.api.models import ApiKey
 from apps.conversations import broadcast
 from apps.conversations.actions import check_clean, locked
 from apps.conversations.errors import BadInput, ConversationIsCompleted, NotFound, WaypointError
@@ -30,6 +28,8 @@ from apps.ledger import store
 from apps.ledger.types import QuarantineResolved, Recorded
 from apps.runs.models import WorkflowLog
 from apps.staff.models import StaffAuditLog
+from apps.workspaces import keys
+from apps.workspaces.models import ApiKey
 
 RESOLUTIONS = {
     "done": "Mark as done",

@@ -12,11 +12,11 @@ from django.contrib import admin
 
 from apps.actions.models import ActionLog
 from apps.agent.models import Assistant
-from apps.api.models import ApiKey
 from apps.conversations.models import ChatMessage, Conversation
 from apps.ledger.models import Event
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.staff.models import StaffAuditLog
+from apps.workspaces.models import ApiKey
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

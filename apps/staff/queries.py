@@ -21,7 +21,6 @@ from django.db.models import Count, Exists, Max, OuterRef, Q, Subquery
 from apps.actions.models import ActionLog
 from apps.agent import tools
 from apps.agent.models import Assistant
-from apps.api.models import ApiKey
 from apps.conversations import queries as conversation_queries
 from apps.conversations.models import ChatMessage, Conversation, ConversationToken
 from apps.ledger import chain, replay
@@ -56,6 +55,7 @@ from apps.ledger.types import (
 from apps.runs.machine import RunStatus
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.staff.models import StaffAuditLog
+from apps.workspaces.models import ApiKey
 from apps.workspaces.queries import workspace_state
 
 PAGE_SIZE = 50

@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from apps.api.models import ApiKey
 from apps.ledger.identities import EXTERNAL_ID
+from apps.workspaces.models import ApiKey
 
 MAX_LIFETIME = timedelta(hours=24)
 LEEWAY = timedelta(seconds=60)

@@ -13,8 +13,8 @@ from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
 from apps.agent import tools
+from apps.agent.state import conversation_state
 from apps.agent.tools import DECLINED, date_bounds
-from apps.conversations import queries
 from apps.ledger.identities import persona_name
 from apps.runs.machine import CONTINUABLE, OPEN
 
@@ -303,7 +303,7 @@ def answerer(persona: str, *, viewer: str) -> str:
 
 def page_context(*, conversation, token: str, persona: str, embed, permissions=frozenset(), **extra: Any) -> dict[str, Any]:
     """Everything the conversation page and its live fragments render, for one viewer."""
-    state = page_state(queries.conversation_state(conversation), conversation.assistant.config)
+    state = page_state(conversation_state(conversation), conversation.assistant.config)
     return viewer_context(state, conversation=conversation, token=token, persona=persona, embed=embed,
                           permissions=permissions, **extra)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from apps.conversations import queries
+from apps.agent.state import conversation_state
 from apps.widget.framing import Embed
 from apps.widget.presenters import Bounded, page_state, viewer_context
 
@@ -96,7 +96,7 @@ def _html(conversation_id: str, viewer: Viewer, since: Shown | None, announced: 
         return None
     after = since.seq if since else 0
     state = _states.once(("html", conversation_id, after, announced), lambda: page_state(
-        queries.conversation_state(conversation, after_seq=after), conversation.assistant.config))
+        conversation_state(conversation, after_seq=after), conversation.assistant.config))
     context = viewer_context(state, conversation=conversation, token=viewer.token, persona=viewer.persona,
                              embed=viewer.embed, permissions=viewer.permissions)
     now = Shown(state["seq"], state["cards_key"], context["memory_key"], state["conversation_status"] == "completed")
@@ -117,7 +117,7 @@ def sent(conversation, *, viewer: Viewer, after: int, turn_id: str) -> str:
     Everything else (the reply, cards, another's messages) comes by push, rendered once for every
     socket. `after` is the head the sender's page showed, so only the newer messages are read.
     """
-    state = queries.conversation_state(conversation, after_seq=after)
+    state = conversation_state(conversation, after_seq=after)
     state["messages"] = [m for m in state["messages"] if m["turn_id"] == turn_id and m["role"] == "user"]
     context = viewer_context(page_state(state, conversation.assistant.config), conversation=conversation,
                              token=viewer.token, persona=viewer.persona, embed=viewer.embed,
@@ -132,7 +132,7 @@ def state_json(conversation_id: str, *, after: int, announced: int, load) -> Pus
         conversation = load()
         if conversation is None:
             return None
-        state = queries.conversation_state(conversation, after_seq=after)
+        state = conversation_state(conversation, after_seq=after)
         text = within_limit(lambda: json.dumps({"type": "state", "seq": state["seq"], "state": state}), state)
         return Push(text, Shown(state["seq"]))
 

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from apps.agent import actions
 from apps.agent.models import Assistant
+from apps.agent.state import conversation_state
 from apps.agent.tools import DECLINED
 from apps.conversations import queries, tokens
 from apps.conversations.errors import (
@@ -241,7 +242,7 @@ def _after_post(request: HttpRequest, conversation_id: str, grant: tokens.Grant,
 
 def _send_problem(exc: WaypointError, conversation_id: str) -> str:
     if isinstance(exc, TurnConflict):
-        state = queries.conversation_state(_conversation(conversation_id))
+        state = conversation_state(_conversation(conversation_id))
         if state["run_status"] == "waiting":
             return "Please answer the request above first."
         if state["run_status"] == "running":
@@ -282,7 +283,7 @@ def send(request: HttpRequest, conversation_id: str) -> HttpResponse:
 def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id, "view")
     conversation = _conversation(conversation_id)
-    state = queries.conversation_state(conversation)
+    state = conversation_state(conversation)
     call_id = request.POST.get("call_id", "")
     call = next((c for c in state["pending_client_actions"] + state["answered_client_actions"] if c["call_id"] == call_id), None)
     if call is None:
@@ -314,7 +315,7 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
     if call_id in acceptance.already:
         # The same answer was accepted before this click (another browser, a stale card): nothing
         # changed, and the person should know the answer that counts was not theirs.
-        answered = next(c for c in queries.conversation_state(conversation)["answered_client_actions"] if c["call_id"] == call_id)
+        answered = next(c for c in conversation_state(conversation)["answered_client_actions"] if c["call_id"] == call_id)
         conflict = {"tool": call["tool"], "answered_by": answered["answered_by"], "output_text": describe_output(answered["output"], call["kind"])}
         return _after_post(request, conversation_id, grant, conflict=conflict)
     return _after_post(request, conversation_id, grant)

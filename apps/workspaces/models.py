@@ -91,3 +91,25 @@ class Runtime(models.Model):
     class Meta:
         db_table = "workspace_runtimes"
         indexes = [models.Index(fields=["closed_at"], name="runtime_by_closed")]
+
+
+class ApiKey(models.Model):
+    """
+    A workspace API key; only its SHA-256 is stored, the key itself is shown once.
+
+    The workspace's credential, below every edge: the API authenticates with it, the staff panel
+    manages it and the widget checks identities signed with it. Its table keeps the name it was
+    created under.
+    """
+
+    name = models.CharField(max_length=200)
+    prefix = models.CharField(max_length=16, db_index=True)
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "api_apikey"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

@@ -59,7 +59,7 @@ class Api:
 
 @pytest.fixture
 def api_key(db) -> str:
-    from apps.api.keys import create_api_key
+    from apps.workspaces.keys import create_api_key
 
     _, raw = create_api_key(name="backend")
     return raw

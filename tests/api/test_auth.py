@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from apps.api.keys import create_api_key, revoke_api_key
+from apps.workspaces.keys import create_api_key, revoke_api_key
 from tests.api.conftest import Api
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]

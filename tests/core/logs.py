@@ -7,12 +7,13 @@ import contextlib
 from django.db import connection, transaction
 
 from apps.agent import actions
+from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.ledger.models import Event
 
 
 def state(cid: str) -> dict:
-    return queries.conversation_state(queries.conversation_for(cid))
+    return conversation_state(queries.conversation_for(cid))
 
 
 def answer(cid: str, output: dict, clock, persona: str = "guest:alice") -> None:

@@ -9,6 +9,7 @@ from django.db import connection
 
 from apps.actions.models import ActionLog
 from apps.agent import actions, runner
+from apps.agent.state import conversation_state
 from apps.agent.turns import FALLBACK_REPLY
 from apps.conversations import queries
 from apps.conversations.errors import (
@@ -27,7 +28,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def state(cid):
-    return queries.conversation_state(queries.conversation_for(cid))
+    return conversation_state(queries.conversation_for(cid))
 
 
 def kinds(cid):

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from apps.agent import actions, runner
 from apps.agent.models import Assistant
+from apps.agent.state import conversation_state
 from apps.conversations import lease, queries
 from apps.conversations.models import Conversation
 from apps.ledger import store
@@ -30,7 +31,7 @@ POISON = {"provider": "scripted", "rules": [{"match": "poison", "steps": "say he
 
 
 def state(cid):
-    return queries.conversation_state(queries.conversation_for(cid))
+    return conversation_state(queries.conversation_for(cid))
 
 
 def turn_kinds(cid, turn_id):

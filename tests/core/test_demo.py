@@ -9,6 +9,7 @@ from apps.agent.actions import load_demo
 from apps.agent.demo import DEMO_INSTRUCTIONS
 from apps.agent.models import Assistant
 from apps.agent.providers import ModelRequest, provider_for
+from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.ledger import store
 from apps.ledger.replay import replay
@@ -40,7 +41,7 @@ class TestTheDemo:
         assert first["messages"][0] == {"role": "system", "content": DEMO_INSTRUCTIONS}
         assert {"lookup_order", "issue_refund", "pick_date"} <= {t["function"]["name"] for t in first["tools"]}
         assert ActionLog.objects.get(conversation_id=started["conversation_id"]).tool == "lookup_order"
-        state = queries.conversation_state(queries.conversation_for(started["conversation_id"]))
+        state = conversation_state(queries.conversation_for(started["conversation_id"]))
         assert state["run_status"] == "completed"
 
     def test_the_command_takes_the_model_from_the_environment_setting(self, settings, capsys):
@@ -63,7 +64,7 @@ def demo_conversation(settings, clock, message: str, *, hook: str = "http://127.
 
 
 def reply(cid: str) -> str:
-    return queries.conversation_state(queries.conversation_for(cid))["messages"][-1]["text"]
+    return conversation_state(queries.conversation_for(cid))["messages"][-1]["text"]
 
 
 def rounds_again(cid: str) -> list[tuple[str, list]]:
@@ -118,7 +119,7 @@ class TestTheDemoTellsTheTruth:
         turn(cid, "I need help", clock)
         answer(cid, {"answer": "order A-1"}, clock)
 
-        texts = [m["text"] for m in queries.conversation_state(queries.conversation_for(cid))["messages"] if m["role"] == "assistant"]
+        texts = [m["text"] for m in conversation_state(queries.conversation_for(cid))["messages"] if m["role"] == "assistant"]
 
         assert texts == ["Your order A-1 is on its way.", "Booked for 2026-12-24.", "Thanks, I will look into order A-1."]
         assert not any("{" in text for text in texts)

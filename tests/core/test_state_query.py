@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 
 from apps.agent import actions
+from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.conversations.errors import TurnConflict
 from apps.conversations.models import ChatMessage
@@ -19,7 +20,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def state(conversation_id: str, **kwargs) -> dict:
-    return queries.conversation_state(queries.conversation_for(conversation_id), **kwargs)
+    return conversation_state(queries.conversation_for(conversation_id), **kwargs)
 
 
 class TestConversationState:

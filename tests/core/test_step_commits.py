@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, Action
 from apps.agent import config
+from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.ledger import store
 from apps.ledger.replay import replay, verify
@@ -73,7 +74,7 @@ class TestReadOnlyRounds:
             ["model_round"],
             ["turn_complete"],
         ]
-        state = queries.conversation_state(queries.conversation_for(cid))
+        state = conversation_state(queries.conversation_for(cid))
         assert state["messages"][-1]["text"] == 'Done: {"round": 3}'
         assert verify(cid).ok and replay(cid).ok
 
@@ -100,7 +101,7 @@ class TestAnotherWriterMidTurn:
         ]
         started = everything.index("action_started")
         assert everything[started:started + 3] == ["action_started", "participant_added", "action_finished"]
-        state = queries.conversation_state(queries.conversation_for(cid))
+        state = conversation_state(queries.conversation_for(cid))
         assert state["run_status"] == "completed"
         assert state["messages"][-1]["text"] == 'Admitted: {"admitted": "staff:colleague"}'
         assert verify(cid).ok and replay(cid).ok

@@ -1,6 +1,7 @@
 import pytest
 
 from apps.agent import actions
+from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.conversations.errors import ActionResultConflict, ConversationIsCompleted, TurnConflict
 from apps.ledger.replay import replay
@@ -9,7 +10,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def state(conversation_id):
-    return queries.conversation_state(queries.conversation_for(conversation_id))
+    return conversation_state(queries.conversation_for(conversation_id))
 
 
 def assert_parity(conversation_id):

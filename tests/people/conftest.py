@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.agent import actions
+from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.ledger import store
 from apps.ledger.replay import replay
@@ -18,7 +19,7 @@ def workspace_dir(settings, tmp_path):
 
 
 def state(conversation_id: str) -> dict:
-    return queries.conversation_state(queries.conversation_for(conversation_id))
+    return conversation_state(queries.conversation_for(conversation_id))
 
 
 def kinds(conversation_id: str) -> list[str]:

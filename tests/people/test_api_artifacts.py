@@ -17,7 +17,7 @@ CONFIG = {
 
 @pytest.fixture
 def api(db):
-    from apps.api.keys import create_api_key
+    from apps.workspaces.keys import create_api_key
 
     cache.clear()  # rate-limit windows live in the cache
     return Api(create_api_key(name="backend")[1])

@@ -13,6 +13,7 @@ import pytest
 
 from apps.actions.models import ActionLog
 from apps.agent import actions
+from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.ledger.replay import replay, verify
 from apps.runs.models import WorkflowLog
@@ -39,7 +40,7 @@ def assistant(make_assistant, relay, stream):
 
 
 def state(cid):
-    return queries.conversation_state(queries.conversation_for(cid))
+    return conversation_state(queries.conversation_for(cid))
 
 
 def reply(cid):

@@ -11,6 +11,7 @@ import json
 import pytest
 from django.test import Client
 
+from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.conversations.models import ChatMessage, Conversation
 from apps.ledger import store
@@ -22,7 +23,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def state(cid: str) -> dict:
-    return queries.conversation_state(queries.conversation_for(cid))
+    return conversation_state(queries.conversation_for(cid))
 
 
 class TestControlCharactersInForms:

@@ -45,9 +45,10 @@ def receiver():
 
 
 def state(conversation_id: str) -> dict:
+    from apps.agent.state import conversation_state
     from apps.conversations import queries
 
-    return queries.conversation_state(queries.conversation_for(conversation_id))
+    return conversation_state(queries.conversation_for(conversation_id))
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 import pytest
 from django.urls import reverse
 
-from apps.api.keys import create_api_key
 from apps.ledger.models import Event
+from apps.workspaces.keys import create_api_key
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 

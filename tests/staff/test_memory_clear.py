@@ -4,7 +4,8 @@ import pytest
 from django.urls import reverse
 
 from apps.agent import actions
-from apps.conversations.queries import conversation_for, conversation_state
+from apps.agent.state import conversation_state
+from apps.conversations.queries import conversation_for
 from apps.ledger import store
 from apps.workspaces.queries import list_memory
 

@@ -4,10 +4,10 @@ import pytest
 from django.urls import reverse
 
 from apps.agent.models import Assistant
-from apps.api.keys import resolve_api_key
-from apps.api.models import ApiKey
 from apps.conversations.models import ConversationToken
 from apps.staff.models import StaffAuditLog
+from apps.workspaces.keys import resolve_api_key
+from apps.workspaces.models import ApiKey
 from tests.conftest import SUPPORT_CONFIG
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]

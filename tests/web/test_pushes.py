@@ -44,7 +44,7 @@ def _after(push: str) -> int | None:
 
 
 def _message_ids(push: str) -> list[str]:
-    return re.findall(r'<li id="(message-[^"]+)"', push)
+    return re.findall(r'<div id="(message-[^"]+)"', push)
 
 
 async def _until(communicator: WebsocketCommunicator, text: str) -> list[str]:

@@ -4,6 +4,7 @@ import re
 import pytest
 
 from apps.agent import actions
+from apps.agent.state import conversation_state
 from apps.conversations import queries
 from tests.widget.conftest import enabled_inputs
 
@@ -11,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def state_of(started: dict) -> dict:
-    return queries.conversation_state(queries.conversation_for(started["conversation_id"]))
+    return conversation_state(queries.conversation_for(started["conversation_id"]))
 
 
 class TestCards:

@@ -4,9 +4,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from apps.api.keys import create_api_key, revoke_api_key
 from apps.conversations.models import Conversation
 from apps.widget.identity import IdentityRejected, check_identity, sign_identity
+from apps.workspaces.keys import create_api_key, revoke_api_key
 from tests.widget.conftest import SHOP
 
 pytestmark = pytest.mark.django_db

@@ -3,8 +3,9 @@ import re
 import pytest
 
 from apps.agent import actions
+from apps.agent.state import conversation_state
 from apps.conversations import tokens
-from apps.conversations.queries import conversation_for, conversation_state
+from apps.conversations.queries import conversation_for
 from apps.ledger import store
 from apps.people.actions import add_participant, issue_participant_token
 from apps.workspaces.queries import list_memory

@@ -2,7 +2,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from apps.conversations import queries
+from apps.agent.state import conversation_state
 from apps.conversations.models import Conversation
 from tests.widget.conftest import SHOP
 
@@ -21,7 +21,7 @@ class TestWidgetStart:
         assert url.path == f"/c/{conversation.id}"
         assert query["embed"] == ["1"] and query["host"] == [SHOP] and query["color"] == ["#123456"]
         assert conversation.owner.startswith("guest:")
-        assert queries.conversation_state(conversation)["messages"][-1]["text"] == "You said: hello"
+        assert conversation_state(conversation)["messages"][-1]["text"] == "You said: hello"
 
     def test_an_empty_first_message_is_explained_in_the_widget(self, client, embeddable):
         response = client.post(f"/w/{embeddable.id}/start", {"message": " ", "embed": "1", "host": SHOP})

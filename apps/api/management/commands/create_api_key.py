@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from apps.api.keys import create_api_key
+from apps.workspaces.keys import create_api_key
 
 
 class Command(BaseCommand):

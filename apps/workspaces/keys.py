@@ -7,7 +7,7 @@ import secrets
 
 from django.utils import timezone
 
-from apps.api.models import ApiKey
+from apps.workspaces.models import ApiKey
 
 
 def _digest(raw: str) -> str:
