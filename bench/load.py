@@ -11,7 +11,7 @@ Two ways to be a customer:
   database at the end;
 - the page path (`page=True`), what a browser on the customer page does: the conversation page
   is loaded, its socket is the page's (`format=html`), each message is sent as htmx sends it
-  (with the page's `expected_seq`), and a reply counts once its `<li>` has arrived. Any app with
+  (with the page's `expected_seq`), and a reply counts once its message block has arrived. Any app with
   that page shape can be driven so; `make bench` drives Waypoint and the floor app (bench/floor).
 """
 
@@ -51,7 +51,7 @@ class Customer:
     turn_seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
-    # The page path: the message `<li>` ids shown so far, by role, and the page's expected_seq.
+    # The page path: the message ids shown so far, by role, and the page's expected_seq.
     shown: dict[str, set[str]] = field(default_factory=lambda: {"user": set(), "assistant": set()})
     expected_seq: str | None = None
     conflicts: int = 0
@@ -94,14 +94,15 @@ async def _watch(customer: Customer, socket) -> None:
         customer.changed.set()
 
 
-MESSAGE_LI = re.compile(r'<li id="message-([^"]+)" class="message (user|assistant)\b')
+# A message block of the page (a <div> in the log) or of the floor app (an <li>).
+MESSAGE = re.compile(r'<(?:div|li) id="message-([^"]+)" class="message (user|assistant)\b')
 SEQ = re.compile(r'data-seq="(\d+)"')
 EXPECTED_SEQ = re.compile(r'name="expected_seq" value="(\d+)"')
 
 
 def _read_page(customer: Customer, html: str) -> None:
-    """Take in what a page or an HTML push shows: its message `<li>`s and its head seq."""
-    for message_id, role in MESSAGE_LI.findall(html):
+    """Take in what a page or an HTML push shows: its message blocks and its head seq."""
+    for message_id, role in MESSAGE.findall(html):
         customer.shown[role].add(message_id)
     if seq := SEQ.findall(html):
         customer.last_seq = max(customer.last_seq, int(seq[-1]))

@@ -483,6 +483,7 @@ def section_state(report: Report, *, quick: bool) -> None:
     from django.test import Client
     from django.urls import Resolver404, resolve
 
+    from apps.agent.state import conversation_state
     from apps.conversations import queries
 
     assistant = bench_assistant()
@@ -498,7 +499,7 @@ def section_state(report: Report, *, quick: bool) -> None:
     except Resolver404:
         has_api = False
     report.latency_row("state", "conversation_state() on 1,000 messages (the query function)",
-                       timed(lambda: queries.conversation_state(queries.conversation_for(cid)), n))
+                       timed(lambda: conversation_state(queries.conversation_for(cid)), n))
     if has_api:
         first = client.get(api, HTTP_AUTHORIZATION=f"Bearer {token}")
         assert len(first.json()["messages"]) == 1000
@@ -1226,7 +1227,7 @@ suite; the targets are goals, reported as met or not.
   same connection pool, a database of its own on the run's own cluster. Each customer does what a
   browser on the customer page does: posts the home page form, loads the conversation page, opens
   the page's socket (`format=html`), sends each message as htmx sends it (with the page's
-  `expected_seq`), and counts a reply once its `<li>` has arrived. The floor is the least the same
+  `expected_seq`), and counts a reply once its message block has arrived. The floor is the least the same
   stack needs for that: one transaction inserting the user's message and a reply, the new `<li>`s
   pushed to the conversation's group once it commits, a token checked on every request and socket;
   no log, no model, no markdown. Waypoint runs the bench assistant's turn (3 echo rounds + reply).
