@@ -7,6 +7,7 @@ import pytest
 from django.db import transaction
 
 from apps.conversations import lease
+from apps.conversations.actions import locked
 from apps.conversations.models import Conversation
 from apps.ledger import store
 from apps.ledger.replay import replay, verify
@@ -54,7 +55,7 @@ class TestAppendOnAKnownHead:
         held = held_lease(cid, clock)
         stale = head_of(cid)
         with transaction.atomic():
-            store.append(conversation_id=cid, events=[token_event(1)], actor="someone else", now=clock())
+            store.append(locked(cid), [token_event(1)], actor="someone else", now=clock())
         after_other = head_of(cid)
 
         with pytest.raises(store.HeadMoved):
