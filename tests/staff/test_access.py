@@ -110,7 +110,7 @@ class TestTheAdmin:
         assert Event.objects.get(pk=event.pk).actor == event.actor
 
     @pytest.mark.parametrize("model", ["conversations_conversation", "conversations_chatmessage", "runs_workflowlog",
-                                       "runs_toolusagelog", "actions_actionlog", "agent_assistant", "api_apikey"])
+                                       "runs_toolusagelog", "actions_actionlog", "agent_assistant", "workspaces_apikey"])
     def test_the_raw_models_are_listed_in_the_admin(self, client, django_user_model, model):
         client.force_login(django_user_model.objects.create_superuser(username="root", password="x" * 20))
 
