@@ -294,6 +294,18 @@ def attributed(state: dict[str, Any], *, viewer: str) -> dict[str, Any]:
     return {**state, "messages": messages, "answered_client_actions": answered}
 
 
+def conflict_notice(call: dict[str, Any], config: dict[str, Any], *, output: Any, answered_by: str, viewer: str) -> dict[str, str]:
+    """What the person whose answer lost is told: the card in people's words, the answer that counts, and whose it is."""
+    tool = next((t for t in config.get("tools", []) if t.get("name") == call["tool"]), {})
+    if not answered_by:
+        who = ""
+    elif answered_by == viewer:
+        who = "you, in another window"  # the same link open twice: the other tab's answer came first
+    else:
+        who = persona_name(answered_by)
+    return {"title": _title(call, tool), "answered_by": who, "output_text": describe_output(output, call["kind"])}
+
+
 def answerer(persona: str, *, viewer: str) -> str:
     """Who answered a card, on its chip: "You" for the viewer, else the persona's name."""
     if not persona:

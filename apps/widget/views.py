@@ -28,7 +28,7 @@ from apps.conversations.models import Conversation
 from apps.widget import pushes
 from apps.widget.framing import Embed, allow_framing, embed_for
 from apps.widget.identity import Identity, IdentityRejected, check_identity
-from apps.widget.presenters import describe_output, form_fields, form_output, page_context
+from apps.widget.presenters import conflict_notice, form_fields, form_output, page_context
 from apps.workspaces import actions as workspace_actions
 
 log = logging.getLogger(__name__)
@@ -308,7 +308,8 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         )
     except ActionResultConflict as exc:
         accepted = exc.details.get("accepted", {})
-        conflict = {"tool": call["tool"], "answered_by": accepted.get("answered_by"), "output_text": describe_output(accepted.get("output"), call["kind"])}
+        conflict = conflict_notice(call, conversation.assistant.config, output=accepted.get("output"),
+                                   answered_by=accepted.get("answered_by") or "", viewer=grant.persona)
         return _after_post(request, conversation_id, grant, status=409, conflict=conflict)
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
@@ -316,7 +317,8 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         # The same answer was accepted before this click (another browser, a stale card): nothing
         # changed, and the person should know the answer that counts was not theirs.
         answered = next(c for c in conversation_state(conversation)["answered_client_actions"] if c["call_id"] == call_id)
-        conflict = {"tool": call["tool"], "answered_by": answered["answered_by"], "output_text": describe_output(answered["output"], call["kind"])}
+        conflict = conflict_notice(call, conversation.assistant.config, output=answered["output"],
+                                   answered_by=answered["answered_by"] or "", viewer=grant.persona)
         return _after_post(request, conversation_id, grant, conflict=conflict)
     return _after_post(request, conversation_id, grant)
 @for_people

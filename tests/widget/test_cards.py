@@ -171,6 +171,20 @@ class TestStaleCards:
         assert "Someone else already answered" in html and "2026-12-24" in html
 
 
+    def test_the_notice_names_the_card_and_whose_answer_counts_in_words(self, started, answer, settle):
+        conversation = started("when can you deliver?")
+        paused = state_of(conversation)
+        with settle():
+            answer(conversation, paused, **{"field.label": "2026-12-24"})
+
+        html = answer(conversation, paused, **{"field.label": "2027-01-01"}).content.decode()
+
+        notice = html[html.index('class="card conflict"'):]
+        notice = notice[:notice.index("</div>")]
+        assert "The accepted answer to “Delivery date” is <strong>2026-12-24</strong>" in notice
+        assert "given by you, in another window" in notice  # the same link's other tab answered first
+        assert "pick_date" not in notice and "guest:" not in notice
+
 DATE_TOOL = {"name": "pick_date", "kind": "client", "parameters": {"type": "object", "properties": {
     "date": {"type": "string", "format": "date", "title": "Delivery date", "minimum": "2026-12-01", "maximum": "2026-12-31"}}}}
 DECLINING = {"provider": "scripted", "rules": [
