@@ -12,13 +12,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import CharField, F, Func
 from django.utils import timezone
 
 from apps.actions.models import ActionLog
 from apps.conversations.models import ChatMessage, Conversation
 from apps.ledger import sql
+from apps.ledger.replay import read_only
 from apps.ledger.store import iso
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.workspaces.queries import workspace_state
@@ -59,13 +60,7 @@ def snapshot() -> Iterator[None]:
     made at that head got `409 turn_conflict`. A REPEATABLE READ transaction gives them one
     snapshot; SQLite's transaction is one already. Inside a caller's transaction they share its view.
     """
-    if connection.in_atomic_block:
-        yield
-        return
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    with read_only():  # replay's snapshot: the same one view, refusing writes
         yield
 
 
