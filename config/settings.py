@@ -112,7 +112,10 @@ else:
     # The pool hands each one a connection that is already open, checked with one empty round trip
     # first (so one dropped by a database restart is replaced, not handed out). A request waits
     # for a free connection up to the timeout, then answers 503 as during an outage (docs/scaling.md).
-    WAYPOINT_DB_POOL_MAX_SIZE = env.int("WAYPOINT_DB_POOL_MAX_SIZE", default=20)
+    # Not in the test process itself: each async test runs sync code on threads of its own event
+    # loop, which end without handing their connection back, and would drain a pool across the
+    # suite. The Daphne servers the tests start pool as in production.
+    WAYPOINT_DB_POOL_MAX_SIZE = env.int("WAYPOINT_DB_POOL_MAX_SIZE", default=0 if TESTING else 20)
     if WAYPOINT_DB_POOL_MAX_SIZE > 0:
         DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps connections; Django must not as well
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # Django gives the pool psycopg_pool's check_connection

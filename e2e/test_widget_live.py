@@ -191,9 +191,9 @@ def test_a_page_that_missed_a_push_asks_for_the_whole_state(browser, widget_serv
 
     log = page_b.get_by_role("log")
     expect(log).to_contain_text("You said: Second", timeout=10_000)
-    expect(page_b.locator("#transcript li.message.user")).to_contain_text(["Hello", "First while away", "Second"])
+    expect(page_b.locator("#transcript .message.user")).to_contain_text(["Hello", "First while away", "Second"])
     expect(log).to_contain_text("You said: First while away")
-    expect(page_b.locator("#transcript li.message:not(.typing-row)")).to_have_count(6)
+    expect(page_b.locator("#transcript .message:not(.typing-row)")).to_have_count(6)
     assert dropped and "sync" in asked
     alice.close()
     bob.close()

@@ -38,7 +38,7 @@ def test_a_server_killed_mid_turn_shows_continue_after_the_restart_and_continue_
     expect(continue_button).to_be_visible(timeout=20_000)
     cards = page.locator("#cards")
     expect(cards).to_contain_text("The reply was interrupted")
-    expect(cards).to_contain_text("It stopped while “issue refund” was under way. We are checking whether it went through")
+    expect(cards).to_contain_text("It stopped while “Refund” was under way. We are checking whether it went through")
     expect(cards).to_contain_text("sent under the same reference as before")
     screenshots(page, "interrupted")
     continue_button.click()
