@@ -33,7 +33,7 @@ def answers(page, frame, *, push_first: bool) -> list[int]:
     def hold(route) -> None:
         response = route.fetch()
         if push_first and response.status == 409:
-            frame.locator("#cards .card.answered").wait_for(timeout=10_000)
+            frame.locator("#transcript .receipt").wait_for(timeout=10_000)
         seen.append(response.status)
         route.fulfill(response=response)
 
@@ -60,8 +60,8 @@ def assert_told(loser, winner, accepted: str) -> None:
     notice = loser.locator("#notices")
     expect(notice).to_contain_text("Someone else already answered", timeout=10_000)
     expect(notice).to_contain_text(WORD[accepted])
-    expect(loser.locator("#cards .card.answered")).to_contain_text(WORD[accepted])
-    expect(winner.locator("#cards .card.answered")).to_contain_text(WORD[accepted], timeout=10_000)
+    expect(loser.locator("#transcript .receipt")).to_contain_text(WORD[accepted])
+    expect(winner.locator("#transcript .receipt")).to_contain_text(WORD[accepted], timeout=10_000)
     expect(winner.locator("#notices")).not_to_contain_text("Someone else already answered")
 
 

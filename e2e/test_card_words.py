@@ -49,7 +49,7 @@ def test_an_approval_reads_in_words_keeps_the_exact_call_under_details_and_deny_
     log = page.get_by_role("log")
     expect(log).to_contain_text("The refund was declined, so nothing was refunded for order A-1.", timeout=10_000)
     expect(log).not_to_contain_text("Refund issued")
-    receipt = page.locator("#cards .card.answered.denied")
+    receipt = page.locator("#transcript .receipt.denied")
     expect(receipt.locator(".answered-title")).to_have_text("Refund 20 for order A-1")
     expect(receipt.locator(".answer")).to_have_text("Denied")
     expect(receipt.locator(".chip")).to_have_text("by You")
@@ -69,7 +69,7 @@ def test_a_question_can_be_skipped_and_the_demo_says_so(browser, waypoint_server
     card.get_by_role("button", name="Skip").click()
 
     expect(page.get_by_role("log")).to_contain_text("No problem. Tell me more whenever you are ready.", timeout=10_000)
-    receipt = page.locator("#cards .card.answered.declined")
+    receipt = page.locator("#transcript .receipt.declined")
     expect(receipt.locator(".answer")).to_have_text("Skipped")
     expect(receipt.locator(".chip")).to_have_text("by You")
     settled(page)
@@ -86,7 +86,7 @@ def test_a_client_form_can_be_cancelled_and_the_demo_books_nothing(browser, wayp
     card.get_by_role("button", name="Cancel").click()
 
     expect(page.get_by_role("log")).to_contain_text("No problem: no delivery date is booked.", timeout=10_000)
-    expect(page.locator("#cards .card.answered.declined .answer")).to_have_text("Cancelled")
+    expect(page.locator("#transcript .receipt.declined .answer")).to_have_text("Cancelled")
     context.close()
 
 
@@ -158,14 +158,14 @@ def test_the_widget_shows_the_same_words_and_declines_the_same_way(browser, wayp
     expect(page.locator("#status")).to_have_text("Waiting for your approval…")
     card.get_by_role("button", name="Deny").click()
     expect(page.get_by_role("log")).to_contain_text("The refund was declined", timeout=10_000)
-    expect(page.locator("#cards .card.answered.denied .chip")).to_have_text("by You")
+    expect(page.locator("#transcript .receipt.denied .chip")).to_have_text("by You")
     settled(page)
 
     page.get_by_label("Message").fill("I need help")
     page.get_by_role("button", name="Send").click()
     page.locator("#cards .card.question").get_by_role("button", name="Skip").click(timeout=10_000)
     expect(page.get_by_role("log")).to_contain_text("No problem. Tell me more whenever you are ready.", timeout=10_000)
-    expect(page.locator("#cards .card.answered.declined .answer")).to_have_text("Skipped")
+    expect(page.locator("#transcript .receipt.declined .answer")).to_have_text("Skipped")
     settled(page)
     screenshots(page, "words-widget-declined-receipt")
     context.close()

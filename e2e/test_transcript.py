@@ -113,3 +113,26 @@ def test_on_a_phone_the_host_page_does_not_scroll_behind_the_full_screen_widget(
     page.frame_locator("iframe[title=Chat]").get_by_label("Message").press("Escape")
     assert page.evaluate("getComputedStyle(document.documentElement).overflow") != "hidden"
     context.close()
+
+
+def test_an_earlier_turns_approval_stays_in_the_transcript_as_a_receipt(page, widget_server, start_conversation, screenshots):
+    start_conversation(page, widget_server, "I want a refund")
+    page.locator("#cards .card.approval").get_by_role("button", name="Approve").click(timeout=10_000)
+    log = page.get_by_role("log")
+    expect(log).to_contain_text("Refund issued", timeout=10_000)
+    expect(page.get_by_role("button", name="Send")).to_be_enabled(timeout=10_000)
+
+    send(page, "Thanks")
+    expect(log).to_contain_text("You said: Thanks", timeout=10_000)
+
+    for shown in ("live", "reloaded"):
+        receipt = log.locator(".receipt.approved")
+        expect(receipt, shown).to_have_count(1)
+        expect(receipt.locator(".answered-title")).to_have_text("Refund 20 for order A-1")
+        expect(receipt.locator(".answer")).to_have_text("Approved")
+        expect(receipt.locator(".chip")).to_have_text("by You")
+        order = log.evaluate("(log) => [...log.children].filter((el) => el.id).map((el) => el.className.split(' ')[0])")
+        assert [kind for kind in order if kind != "day"] == ["message", "receipt", "message", "message", "message"], (shown, order)
+        if shown == "live":
+            screenshots(page, "receipt-in-history")
+            page.reload()

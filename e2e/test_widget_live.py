@@ -75,7 +75,7 @@ def test_two_browsers_see_one_approval_and_the_later_approve_shows_the_accepted_
     notice = page_b.locator("#notices")
     expect(notice).to_contain_text("Someone else already answered")
     expect(notice).to_contain_text("Approved")
-    expect(page_b.locator("#cards")).to_contain_text("Approved")
+    expect(page_b.locator("#transcript .receipt")).to_contain_text("Approved")
     screenshots(page_b, "conflict")
     after = refunds(widget_server)
     assert len(after) == before + 1 and after[-1]["deliveries"] == 1

@@ -69,17 +69,21 @@ def snapshot() -> Iterator[None]:
 STATE_FIELDS = ("status", "completed_at", "message_count", "head_seq", "last_turn_at", "visibility")
 
 
-def conversation_state(conversation: Conversation, *, after_seq: int = 0) -> dict[str, Any]:
+def conversation_state(conversation: Conversation, *, after_seq: int = 0, receipts: bool = False) -> dict[str, Any]:
     """
     Return the messages and the reconnect fields of a conversation, as of one snapshot.
 
     Messages are only those of committed turns: an assistant message exists only once its turn's
     `turn_complete` committed, so a paused or interrupted turn never shows partial text. `seq` is
     the head of the very snapshot the rest was read in. `conversation`'s state fields are refreshed.
+    `receipts`: also read the answers of every turn after `after_seq` (what a page's transcript shows).
     """
     with snapshot():
         _refresh(conversation)
-        return _state(conversation, after_seq=after_seq)
+        state = _state(conversation, after_seq=after_seq)
+        if receipts:
+            state["receipts"] = answers(conversation, after_seq=after_seq)
+        return state
 
 
 def _refresh(conversation: Conversation) -> None:
@@ -163,6 +167,23 @@ def _state(conversation: Conversation, *, after_seq: int) -> dict[str, Any]:
         # phase, display_phase, conditions, last_turn_at, visibility, participants, memory, artifacts
         **workspace_state(conversation, run=run),
     }
+
+
+def answers(conversation: Conversation, *, after_seq: int = 0) -> list[dict[str, Any]]:
+    """
+    The accepted answers of every run of a conversation after `after_seq`, in log order.
+
+    Each carries the `seq` of the entry that accepted it and its run's `run_id`: an accepted answer
+    never changes, so the page writes it once into the transcript where the log has it. A request
+    that expired was never answered and is not among them.
+    """
+    rows = ToolUsageLog.objects.filter(conversation_id=conversation.id, accepted_seq__gt=after_seq).order_by("accepted_seq")
+    return [
+        {"run_id": usage.run_id, "turn_id": usage.turn_id, "call_id": usage.call_id, "kind": KIND_NAMES[usage.kind],
+         "tool": usage.tool, "arguments": usage.arguments, "status": usage.status, "output": usage.output,
+         "answered_by": usage.answered_by, "answered_at": _when(usage.answered_at), "seq": usage.accepted_seq}
+        for usage in rows
+    ]
 
 
 def tool_summary(run: WorkflowLog, *, usages: list[ToolUsageLog] | None = None) -> list[dict[str, str]]:

@@ -256,11 +256,19 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         # One field named like the card itself: the heading already says it, the label stays for screen readers.
         if len(call["fields"]) == 1 and call["fields"][0]["label"] == call["title"]:
             call["fields"][0]["label_hidden"] = True
+    state.setdefault("receipts", [])
     for call in state["answered_client_actions"]:
+        call["dom_id"] = f"call-{call['call_id']}"
+    for call in state["receipts"]:
+        # Call ids are a run's own: another turn may use the same one.
+        call["block"], call["dom_id"] = "receipt", f"receipt-{call['run_id']}-{call['call_id']}"
+    for call in [*state["answered_client_actions"], *state["receipts"]]:
         call["title"] = _title(call, by_name.get(call["tool"], {}))
         call["declined"] = call["output"] == DECLINED
         call["output_text"] = "Expired" if call["status"] == "expired" else describe_output(call["output"], call["kind"])
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
+    # An answered request is a receipt in the transcript; one that expired unanswered stays among the cards.
+    state["expired_client_actions"] = [c for c in state["answered_client_actions"] if c["status"] == "expired"]
     state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed"
     state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in CONTINUABLE
     if state["can_continue"]:
@@ -289,9 +297,16 @@ def attributed(state: dict[str, Any], *, viewer: str) -> dict[str, Any]:
     for message in state["messages"]:
         author = message.get("author") or ""
         messages.append({**message, "shown_author": persona_name(author) if shared and message["role"] == "user" and author != viewer else ""})
-    answered = [{**call, "answered_by_name": answerer(call.get("answered_by") or "", viewer=viewer)}
-                for call in state["answered_client_actions"]]
-    return {**state, "messages": messages, "answered_client_actions": answered}
+    answered, expired, receipts = ([{**call, "answered_by_name": answerer(call.get("answered_by") or "", viewer=viewer)}
+                                    for call in state[key]]
+                                   for key in ("answered_client_actions", "expired_client_actions", "receipts"))
+    return {**state, "messages": messages, "answered_client_actions": answered, "expired_client_actions": expired,
+            "receipts": receipts, "transcript": in_log_order(messages, receipts)}
+
+
+def in_log_order(messages: list[dict[str, Any]], receipts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The transcript's blocks: messages and the receipts of answered requests, by the `seq` the log gave them."""
+    return sorted([*messages, *receipts], key=lambda block: block["seq"])
 
 
 def conflict_notice(call: dict[str, Any], config: dict[str, Any], *, output: Any, answered_by: str, viewer: str) -> dict[str, str]:
@@ -315,7 +330,7 @@ def answerer(persona: str, *, viewer: str) -> str:
 
 def page_context(*, conversation, token: str, persona: str, embed, permissions=frozenset(), **extra: Any) -> dict[str, Any]:
     """Everything the conversation page and its live fragments render, for one viewer."""
-    state = page_state(conversation_state(conversation), conversation.assistant.config)
+    state = page_state(conversation_state(conversation, receipts=True), conversation.assistant.config)
     return viewer_context(state, conversation=conversation, token=token, persona=persona, embed=embed,
                           permissions=permissions, **extra)
 

@@ -73,6 +73,8 @@ def within_limit(render, state: dict[str, Any]) -> str:
     while len(text.encode()) > MAX_PUSH_BYTES and keep > 1:
         keep //= 2
         state["messages"], state["earlier_messages"] = messages[-keep:], len(messages) - keep
+        if "transcript" in state:  # a page's: the receipts among the messages it leaves out go with them
+            state["transcript"] = [b for b in state["transcript"] if b["seq"] >= state["messages"][0]["seq"]]
         text = render()
     return text
 
@@ -96,7 +98,7 @@ def _html(conversation_id: str, viewer: Viewer, since: Shown | None, announced: 
         return None
     after = since.seq if since else 0
     state = _states.once(("html", conversation_id, after, announced), lambda: page_state(
-        conversation_state(conversation, after_seq=after), conversation.assistant.config))
+        conversation_state(conversation, after_seq=after, receipts=True), conversation.assistant.config))
     context = viewer_context(state, conversation=conversation, token=viewer.token, persona=viewer.persona,
                              embed=viewer.embed, permissions=viewer.permissions)
     now = Shown(state["seq"], state["cards_key"], context["memory_key"], state["conversation_status"] == "completed")

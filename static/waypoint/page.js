@@ -351,7 +351,7 @@
           typing.remove();
         }
       }
-      added.forEach(tellHost);
+      added.filter((el) => el.id.startsWith("message-")).forEach(tellHost); // a receipt is no message of the host's
       if (added.length && !stickToBottom) showNewMessages(true);
       return true;
     }

@@ -6,6 +6,7 @@ import pytest
 from apps.agent import actions
 from apps.agent.state import conversation_state
 from apps.conversations import queries
+from apps.widget import pushes
 from tests.widget.conftest import enabled_inputs
 
 pytestmark = pytest.mark.django_db
@@ -274,7 +275,7 @@ class TestWords:
 
         html = page(conversation).content.decode()
 
-        receipt = html[html.index('class="card answered denied"'):]
+        receipt = html[html.index('class="receipt denied"'):]
         assert '<span class="answered-title">Refund 20 for order A-1</span>' in receipt
         assert "<strong class=\"answer\">Denied</strong>" in receipt and ">You</span>" in receipt
 
@@ -302,3 +303,77 @@ class TestWords:
 
         assert response.status_code == 409
         assert "Someone else already answered" in response.content.decode() and "<strong>Skipped</strong>" in response.content.decode()
+
+
+def _approve(conversation: dict, answer, settle, decision: str = "approve") -> None:
+    paused = state_of(conversation)
+    with settle():
+        answer(conversation, paused, decision=decision, reviewed_tool="issue_refund",
+               reviewed_arguments=json.dumps(paused["pending_client_actions"][0]["arguments"]))
+
+
+def _blocks(html: str) -> list[str]:
+    """The transcript's blocks by id, in the order the page shows them."""
+    start = html.index('<div id="transcript"')
+    end = html.find('<section id="cards"', start)
+    transcript = html[start:end if end > 0 else None]
+    return re.findall(r'<div id="((?:message|receipt)-[^"]+)"', transcript)
+
+
+class TestReceipts:
+    def test_an_earlier_turns_approval_stays_in_the_transcript_between_its_messages(self, page, make_assistant, started,
+                                                                                   answer, settle, clock):
+        conversation = started("I want a refund", assistant=make_assistant(tools=WORDED_TOOLS))
+        _approve(conversation, answer, settle)
+        with settle():
+            actions.start_turn(conversation_id=conversation["conversation_id"], message="thanks", persona="guest:alice",
+                               edge="link", now=clock())
+
+        html = page(conversation).content.decode()
+
+        blocks = _blocks(html)
+        assert [b.split("-")[0] for b in blocks] == ["message", "receipt", "message", "message", "message"]
+        receipt = html[html.index(f'<div id="{blocks[1]}"'):]
+        receipt = receipt[:receipt.index("</p>")]
+        assert 'class="receipt approved"' in receipt
+        assert '<span class="answered-title">Refund 20 for order A-1</span>' in receipt
+        assert '<strong class="answer">Approved</strong>' in receipt and ">You</span>" in receipt
+
+    def test_every_turns_answers_are_receipts_in_log_order(self, page, make_assistant, started, answer, settle, clock):
+        conversation = started("I want a refund", assistant=make_assistant(tools=WORDED_TOOLS))
+        _approve(conversation, answer, settle)
+        with settle():
+            actions.start_turn(conversation_id=conversation["conversation_id"], message="another refund", persona="guest:alice",
+                               edge="link", now=clock())
+        _approve(conversation, answer, settle, decision="deny")
+
+        html = page(conversation).content.decode()
+
+        receipts = [b for b in _blocks(html) if b.startswith("receipt-")]
+        assert len(receipts) == 2
+        assert html.index('class="receipt approved"') < html.index('class="receipt denied"') < html.index('<section id="cards"')
+
+    def test_an_answer_is_pushed_once_as_a_receipt_and_a_whole_state_renders_the_same(self, make_assistant, started,
+                                                                                     answer, settle, clock):
+        conversation = started("I want a refund", assistant=make_assistant(tools=WORDED_TOOLS))
+        record = queries.conversation_for(conversation["conversation_id"])
+        viewer = pushes.Viewer(token=conversation["token"], persona="guest:alice", permissions=frozenset({"view", "write"}), embed=None)
+        load = lambda: queries.conversation_for(conversation["conversation_id"])  # noqa: E731
+        first = pushes.html(conversation["conversation_id"], viewer=viewer, since=None, announced=record.head_seq, load=load)
+        _approve(conversation, answer, settle)
+        head = queries.conversation_for(conversation["conversation_id"]).head_seq
+
+        after_answer = pushes.html(conversation["conversation_id"], viewer=viewer, since=first.shown, announced=head, load=load)
+        with settle():
+            actions.start_turn(conversation_id=conversation["conversation_id"], message="thanks", persona="guest:alice",
+                               edge="link", now=clock())
+        later = queries.conversation_for(conversation["conversation_id"]).head_seq
+        next_turn = pushes.html(conversation["conversation_id"], viewer=viewer, since=after_answer.shown, announced=later, load=load)
+        whole = pushes.html(conversation["conversation_id"], viewer=viewer, since=None, announced=later, load=load)
+
+        pushed = [b for b in _blocks(after_answer.text) if b.startswith("receipt-")]
+        assert len(pushed) == 1 and not [b for b in _blocks(first.text) if b.startswith("receipt-")]
+        assert not [b for b in _blocks(next_turn.text) if b.startswith("receipt-")]
+        receipt = re.search(rf'<div id="{pushed[0]}".*?</div>', after_answer.text, re.S)[0]
+        assert receipt in whole.text
+        assert _blocks(whole.text).index(pushed[0]) == 1
