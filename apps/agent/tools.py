@@ -22,9 +22,17 @@ DECLINED = {"declined": True}  # the output of a question or client action the p
 
 
 def display_name(tool: dict[str, Any], name: str) -> str:
-    """What people call a tool: its `display_name`, else its name in words."""
+    """
+    What people call a tool: its `display_name` as written, else its name in words ("Issue refund").
+
+    The one humanizing of a tool's name: cards, receipts, progress lines and notices all call it,
+    so a tool is named the same wherever a person meets it.
+    """
     given = tool.get("display_name")
-    return given if isinstance(given, str) and given.strip() else name.replace("_", " ")
+    if isinstance(given, str) and given.strip():
+        return given
+    words = name.replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
 
 
 def placeholders(template: str) -> list[str]:
@@ -169,7 +177,7 @@ def progress_phrase(tool: dict[str, Any], name: str, arguments: Any = None) -> s
     A status line for a call under way, as people say it ("Looking up your order A-1…").
 
     The tool's summary, filled with the call's arguments when they are known, else without its
-    placeholders; without a summary, "Using" and the tool's name in words.
+    placeholders; without a summary, what people call the tool ("Order lookup…").
     """
     template = tool.get("summary")
     if isinstance(template, str) and template:
@@ -183,4 +191,4 @@ def progress_phrase(tool: dict[str, Any], name: str, arguments: Any = None) -> s
             text = re.sub(r"\s+", " ", text).strip(" ,:;-")
         if text:
             return text + "…"
-    return f"Using {display_name(tool, name)}…"
+    return f"{display_name(tool, name)}…"

@@ -151,10 +151,6 @@ def describe_output(output: Any, kind: str = "") -> str:
     return json.dumps(output, sort_keys=True)
 
 
-def _capitalized(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
 def _title(call: dict[str, Any], tool: dict[str, Any]) -> str:
     """A card's heading in people's words: the question, the tool's summary of the call, a label, its name."""
     arguments = call["arguments"] if isinstance(call["arguments"], dict) else {}
@@ -165,8 +161,8 @@ def _title(call: dict[str, Any], tool: dict[str, Any]) -> str:
     if call["kind"] != "approval" and isinstance(arguments.get("label"), str) and arguments["label"]:
         return arguments["label"]
     if tool.get("display_name") or call["kind"] == "approval":
-        return _capitalized(tools.display_name(tool, call["tool"]))
-    return tool.get("description") or _capitalized(tools.display_name(tool, call["tool"]))
+        return tools.display_name(tool, call["tool"])
+    return tool.get("description") or tools.display_name(tool, call["tool"])
 
 
 def progress_line(state: dict[str, Any], tools_by_name: dict[str, dict[str, Any]]) -> str:

@@ -6,6 +6,7 @@ import pytest
 
 from apps.agent import tools
 from apps.ledger.identities import persona_name
+from apps.widget import presenters
 
 REFUND = {"name": "issue_refund", "display_name": "Refund", "summary": "Refund {amount} for order {order_id}"}
 
@@ -30,7 +31,10 @@ class TestSummary:
 
 class TestDisplayName:
     def test_is_the_display_name_else_the_name_in_words(self):
-        assert (tools.display_name(REFUND, "issue_refund"), tools.display_name({}, "issue_refund")) == ("Refund", "issue refund")
+        assert (tools.display_name(REFUND, "issue_refund"), tools.display_name({}, "issue_refund")) == ("Refund", "Issue refund")
+
+    def test_a_given_display_name_is_kept_as_written(self):
+        assert tools.display_name({"display_name": "eSIM activation"}, "activate_esim") == "eSIM activation"
 
 
 class TestProgressPhrase:
@@ -42,8 +46,39 @@ class TestProgressPhrase:
     def test_without_arguments_drops_the_placeholders(self):
         assert tools.progress_phrase({"summary": "Looking up your order {order_id}"}, "lookup_order") == "Looking up your order…"
 
-    def test_without_a_summary_says_which_tool_is_used(self):
-        assert tools.progress_phrase({"display_name": "Order lookup"}, "lookup_order") == "Using Order lookup…"
+    def test_without_a_summary_is_the_display_name(self):
+        assert tools.progress_phrase({"display_name": "Order lookup"}, "lookup_order") == "Order lookup…"
+
+    def test_without_a_display_name_is_the_name_in_words(self):
+        assert tools.progress_phrase({}, "issue_refund") == "Issue refund…"
+
+
+class TestOneNameEverywhere:
+    """A tool without display_name or summary is called the same on every surface a person sees."""
+
+    CALL = {"call_id": "call_1", "kind": "approval", "tool": "issue_refund", "arguments": {"order_id": "A-1"}}
+    CONFIG = {"tools": [{"name": "issue_refund", "kind": "server", "action": "echo", "requires_approval": True}]}
+
+    def test_the_card_the_receipt_the_progress_line_the_interruption_and_the_conflict_notice_agree(self):
+        by_name = {t["name"]: t for t in self.CONFIG["tools"]}
+        state = {"pending_client_actions": [], "answered_client_actions": [], "receipts": [], "messages": [],
+                 "run_status": "running", "conversation_status": "active", "run_id": "run_1",
+                 "progress": [{"text": "Using issue_refund", "at": "", "seq": 3}],
+                 "tool_summary": [{"tool": "issue_refund", "kind": "server", "state": "ambiguous"}]}
+
+        card = presenters.page_state({**state, "pending_client_actions": [dict(self.CALL)]}, self.CONFIG)
+        receipt = presenters.page_state({**state, "receipts": [
+            {**self.CALL, "run_id": "run_1", "status": "approved", "output": {"decision": "approve"}, "seq": 4}]}, self.CONFIG)
+        progress = presenters.progress_line(state, by_name)
+        interruption = presenters.interruption({**state, "run_status": "interrupted"}, by_name)
+        notice = presenters.conflict_notice(self.CALL, self.CONFIG, output={"decision": "deny"}, answered_by="", viewer="guest:a")
+
+        assert card["pending_client_actions"][0]["title"] == "Issue refund"
+        assert card["pending_client_actions"][0]["display_name"] == "Issue refund"
+        assert receipt["receipts"][0]["title"] == "Issue refund"
+        assert progress == "Issue refund…"
+        assert "“Issue refund”" in interruption["why"] and "issue refund" not in interruption["why"] + interruption["next"]
+        assert notice["title"] == "Issue refund"
 
 
 class TestPersonaName:
