@@ -34,3 +34,10 @@ class TestWidgetStart:
         response = client.get("/w/00000000-0000-0000-0000-000000000000")
 
         assert response.status_code == 404
+
+    def test_the_start_page_claims_no_connection_it_does_not_have(self, client, embeddable):
+        response = client.get(f"/w/{embeddable.id}", {"embed": "1", "host": SHOP})
+
+        html = response.content.decode()
+        assert response.status_code == 200 and 'id="widget-start"' in html
+        assert "Online" not in html
