@@ -226,7 +226,7 @@ def test_progress_shows_while_a_run_works_and_the_application_card_waits(browser
     page = context.new_page()
     start_conversation(page, widget_server, "slow please", assistant="Showcase")
     expect(page.locator("#typing")).to_be_visible(timeout=10_000)
-    expect(page.locator("#status")).to_contain_text("think")
+    expect(page.locator("#status")).to_contain_text("Think…")  # the tool "think", named in words
     screenshots(page, "working")
     expect(page.get_by_role("log")).to_contain_text("Done thinking.", timeout=10_000)
 
