@@ -50,8 +50,9 @@ from apps.ledger.types import (
     TurnDispatched,
 )
 from apps.people.queries import participants
-from apps.runs.machine import CONTINUABLE, OPEN
+from apps.runs.machine import CONTINUABLE
 from apps.runs.models import ToolUsageLog, WorkflowLog
+from apps.runs.statements import has_open_run
 from apps.workspaces.actions import open_runtime, reopen_events
 
 
@@ -98,9 +99,11 @@ def load_demo(*, base_url: str, allowed_origins: list[str] | None = None, model:
 # --- turns -------------------------------------------------------------------------------------
 
 
-def _kick_after_commit(conversation_id: str) -> None:
-    transaction.on_commit(partial(faults.reach, "after_batch_one"))
-    transaction.on_commit(partial(runner.kick, conversation_id))
+def _kick_after_commit(conversation_id: str, fault: str = "after_batch_one") -> None:
+    """Hand the conversation to the runner once this transaction commits, with the lease taken in it."""
+    held = runner.claim(conversation_id)
+    transaction.on_commit(partial(faults.reach, fault))
+    transaction.on_commit(partial(runner.kick, conversation_id, held))
 
 
 def _batch_one(
@@ -204,17 +207,34 @@ def start_turn(
     directive = conversation_actions.check_directive(directive)
     faults.reach("before_batch_one")
 
+    def check(conversation: Conversation) -> None:
+        _check_can_start(conversation, expected_seq)
+
+    return _new_turn(conversation_id, check, text=message, persona=persona, edge=edge, directive=directive,
+                     continuation=False, idempotency=idempotency, now=now)
+
+
+def _new_turn(
+    conversation_id: str, check, *, text: str, persona: str, edge: str, directive: dict | None, continuation: bool,
+    idempotency: Idempotency | None, now: datetime,
+) -> dict[str, Any]:
+    """
+    Batch one of a turn on an existing conversation, under its row lock, once `check` let it start.
+
+    An exact retry with the same Idempotency-Key returns the first answer before anything is checked.
+    """
+
     def write():
         with transaction.atomic():
             conversation = conversation_actions.locked(conversation_id, with_assistant=True)
             replay = conversation_actions.replayed(idempotency)
             if replay is not None:
                 return replay
-            _check_can_start(conversation, expected_seq)
-            mode = conversation.assistant.config.get("mode", "agent")
+            check(conversation)
             out = _batch_one(
-                conversation_id=str(conversation.id), text=message, persona=persona, edge=edge, mode=mode,
-                directive=directive, continuation=False, idempotency=idempotency, now=now, conversation=conversation,
+                conversation_id=str(conversation.id), text=text, persona=persona, edge=edge,
+                mode=conversation.assistant.config.get("mode", "agent"), directive=directive, continuation=continuation,
+                idempotency=idempotency, now=now, conversation=conversation,
             )
             conversation_actions.remember(idempotency, str(conversation.id), out, 202)
             _kick_after_commit(str(conversation.id))
@@ -228,7 +248,7 @@ def _check_can_start(conversation: Conversation, expected_seq: int | None) -> No
         raise ConversationIsCompleted()
     if expected_seq is not None and expected_seq != conversation.head_seq:
         raise TurnConflict(f"the conversation moved on (head is {conversation.head_seq}, you saw {expected_seq})")
-    if WorkflowLog.objects.filter(conversation_id=conversation.id, status__in=OPEN, quarantined=False).exists():
+    if has_open_run(str(conversation.id)):
         raise TurnConflict("a turn is still open on this conversation")
 
 
@@ -241,26 +261,14 @@ def continue_conversation(
     :raises NothingToContinue: the latest run is not interrupted or failed
     """
 
-    def write():
-        with transaction.atomic():
-            conversation = conversation_actions.locked(conversation_id, with_assistant=True)
-            replay = conversation_actions.replayed(idempotency)
-            if replay is not None:
-                return replay
-            _check_can_start(conversation, None)
-            latest = WorkflowLog.objects.filter(conversation_id=conversation.id).order_by("-dispatched_seq").first()
-            if latest is None or latest.status not in CONTINUABLE:
-                raise NothingToContinue()
-            out = _batch_one(
-                conversation_id=str(conversation.id), text="", persona=persona, edge=edge,
-                mode=conversation.assistant.config.get("mode", "agent"), directive=None, continuation=True,
-                idempotency=idempotency, now=now, conversation=conversation,
-            )
-            conversation_actions.remember(idempotency, str(conversation.id), out, 202)
-            _kick_after_commit(str(conversation.id))
-            return out
+    def check(conversation: Conversation) -> None:
+        _check_can_start(conversation, None)
+        latest = WorkflowLog.objects.filter(conversation_id=conversation.id).order_by("-dispatched_seq").first()
+        if latest is None or latest.status not in CONTINUABLE:
+            raise NothingToContinue()
 
-    return conversation_actions.once(idempotency, write)
+    return _new_turn(conversation_id, check, text="", persona=persona, edge=edge, directive=None, continuation=True,
+                     idempotency=idempotency, now=now)
 
 
 @dataclass(frozen=True)
@@ -389,6 +397,5 @@ def accept_results(
         recorded = store.append(conversation, events, turn_id=run.turn_id, actor=persona, now=now)
         broadcast.on_commit(conversation.id, recorded[-1].seq)
         if not remaining:
-            transaction.on_commit(partial(faults.reach, "after_result_accepted"))
-            transaction.on_commit(partial(runner.kick, str(conversation.id)))
+            _kick_after_commit(str(conversation.id), "after_result_accepted")
         return Acceptance(run_id, [u.call_id for u, _ in fresh], already, not remaining)

@@ -111,13 +111,27 @@ class ConversationLocks:
 _locks = ConversationLocks()
 
 
-def kick(conversation_id: str) -> None:
-    """Have this process drive a conversation whose runs may have work to do."""
+def claim(conversation_id: str) -> lease.Held | None:
+    """
+    Take a conversation's lease inside the caller's transaction, for the drive its commit kicks.
+
+    Batch one (or the answer that resumes a paused run) then commits with the lease: one commit,
+    not two. Only a free or expired lease is taken; a live one, this process's too, stays with
+    its holder, whose drive looks for new runs before it lets go. None where nothing drives here.
+    """
+    if settings.WAYPOINT_RUNNER not in ("inline", "thread"):
+        return None
+    return lease.acquire(conversation_id=conversation_id, holder=HOLDER, now=timezone.now(),
+                         seconds=settings.WAYPOINT_LEASE_SECONDS, only_free=True)
+
+
+def kick(conversation_id: str, held: lease.Held | None = None) -> None:
+    """Have this process drive a conversation whose runs may have work to do (under `held`, from `claim`)."""
     mode = settings.WAYPOINT_RUNNER
     if mode == "inline":
-        drive(conversation_id)
+        drive(conversation_id, held=held)
     elif mode == "thread":
-        _workers().submit(_drive_in_worker, conversation_id, False)
+        _workers().submit(_drive_in_worker, conversation_id, False, held)
 
 
 def _workers() -> ThreadPoolExecutor:
@@ -128,10 +142,10 @@ def _workers() -> ThreadPoolExecutor:
         return _pool
 
 
-def _drive_in_worker(conversation_id: str, recovering: bool) -> None:
+def _drive_in_worker(conversation_id: str, recovering: bool, held: lease.Held | None = None) -> None:
     close_old_connections()
     try:
-        drive(conversation_id, recovering=recovering)
+        drive(conversation_id, recovering=recovering, held=held)
     except Exception:
         log.exception("driving conversation %s failed", conversation_id)
     finally:
@@ -169,23 +183,24 @@ class _Heartbeat(threading.Thread):
             connection.close()
 
 
-def drive(conversation_id: str, *, recovering: bool = False) -> None:
+def drive(conversation_id: str, *, recovering: bool = False, held: lease.Held | None = None) -> None:
     """
     Execute a conversation's running runs, oldest first, as its single writer.
 
     `recovering`: the recovery loop found a run orphaned by a writer that is gone, so the first
-    run is retried (`turn_retried`) unless its outcome is ambiguous. Returns at once when another
-    process holds the lease; in thread mode this process looks again when that lease would expire,
-    in case its holder died.
+    run is retried (`turn_retried`) unless its outcome is ambiguous. `held`: the lease the kicking
+    commit took (`claim`); otherwise it is acquired here. Returns at once when another process
+    holds the lease; in thread mode this process looks again when that lease would expire, in
+    case its holder died.
     """
     with _locks.hold(conversation_id):
-        while _drive_once(conversation_id, recovering=recovering):
-            recovering = False
+        while _drive_once(conversation_id, recovering=recovering, held=held):
+            recovering, held = False, None
 
 
-def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
+def _drive_once(conversation_id: str, *, recovering: bool, held: lease.Held | None) -> bool:
     """Drive under one lease; True when a run was dispatched after the last look and needs another pass."""
-    held = lease.acquire(
+    held = held or lease.acquire(
         conversation_id=conversation_id, holder=HOLDER, now=timezone.now(), seconds=settings.WAYPOINT_LEASE_SECONDS
     )
     if held is None:
@@ -193,14 +208,14 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
         return False
     heartbeat = _Heartbeat(conversation_id, held)
     heartbeat.start()
-    drained = False
+    drained = released = False
     try:
         # A holder that never released the lease died mid-drive: its run resumes as a retry too.
         retry = "recovery" if recovering else "takeover" if held.previous_holder else ""
         run = oldest_running(conversation_id)
         while run is not None:
             try:
-                execute_run(run, held, retry=retry)
+                released = execute_run(run, held, retry=retry)
             except LeaseLost:
                 raise
             except Exception as exc:  # noqa: BLE001 - a run that fails for any reason is retried a bounded number of times
@@ -209,6 +224,8 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
                 if _retry_after_error(conversation_id, run, held, exc):
                     continue
             retry = ""
+            if released:
+                break  # the run's last commit gave the lease up: another run needs a lease of its own
             after = oldest_running(conversation_id)
             if after is not None and after.run_id == run.run_id:
                 log.error("run %s made no progress; leaving it for recovery", run.run_id)
@@ -221,10 +238,11 @@ def _drive_once(conversation_id: str, *, recovering: bool) -> bool:
     finally:
         heartbeat.stopped.set()
         heartbeat.join()
-        lease.release(conversation_id=conversation_id, held=held)
+        if not released:
+            lease.release(conversation_id=conversation_id, held=held)
     # A turn dispatched between our last look and the release had its own kick refused by our
     # lease: nobody else will drive it until recovery, so take it now.
-    return drained and oldest_running(conversation_id) is not None
+    return (drained or released) and oldest_running(conversation_id) is not None
 
 
 def _retry_after_error(conversation_id: str, run: WorkflowLog, held: lease.Held, exc: Exception) -> bool:
@@ -291,9 +309,12 @@ class _Journal:
     written: list = field(default_factory=list)
 
 
-def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, journal: _Journal, actor: str = "agent") -> list:
+def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, journal: _Journal, actor: str = "agent",
+            *, release: bool = False) -> list:
     """
     Commit a step's entries, on a fresh connection if the database dropped the one in use.
+
+    `release`: the step ends or pauses the run, and the lease is given up in the same commit.
 
     What the step holds (an action's outcome above all) is never thrown away for a broken
     connection: a restart or failover of PostgreSQL is waited out for WAYPOINT_DB_RETRY_SECONDS,
@@ -308,6 +329,8 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
                     guess, held.token, conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor,
                     now=timezone.now(),
                 )
+                if release:
+                    lease.release(conversation_id=conversation_id, held=held)
                 broadcast.on_commit(conversation_id, recorded[-1].seq)
             break
         except store.HeadMoved:
@@ -381,9 +404,11 @@ def _retry_marker(retry: str, run: WorkflowLog, events: list, state: turns.TurnS
     return TurnRetried(run_id=run.run_id, attempt=state.retries + 1, after_seq=events[-1].seq)
 
 
-def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
+def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
     """
     Take committed steps of one run until it ends, pauses or can do nothing more.
+
+    The step that ends or pauses the run gives the lease up in its own commit; True when it did.
 
     `retry` ("recovery" or "takeover") says the run resumes after its writer died: it records
     `turn_retried` (attempt, last committed seq) before its next step.
@@ -406,12 +431,13 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
     earlier: history.History | None = None  # the conversation's other turns, read once per run
     journal = _Journal()  # no head known yet: the run's first append locks the row and reads it
 
-    def commit(new: list) -> None:
+    def commit(new: list, *, last: bool = False) -> bool:
         nonlocal deferred
         batch, deferred = [*deferred, *new], []
-        _append(cid, run.turn_id, batch, held, journal)
+        _append(cid, run.turn_id, batch, held, journal, release=last)
         if any(isinstance(e, ModelRound) for e in batch):
             faults.reach("after_model_round")
+        return last
 
     facts: list[str] | None = None  # the remembered facts, read again only when the log may have changed them
     while True:
@@ -428,14 +454,13 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
         retry = ""
         if marker is not None and turns.stalled_retries(events) >= turns.MAX_RETRIES:
             # Resumed again and again without getting a step further: a turn that takes its process down.
-            commit([TurnFailed(run_id=run.run_id, error=f"The run stopped after {turns.MAX_RETRIES} resumptions that "
-                               "got no further. Send a new message to try again.")])
-            return
+            return commit([TurnFailed(run_id=run.run_id, error=f"The run stopped after {turns.MAX_RETRIES} resumptions "
+                                      "that got no further. Send a new message to try again.")], last=True)
         if marker is not None:
             commit([marker])
             continue
         if isinstance(step, turns.Done | turns.Wait):
-            return
+            return False
         if isinstance(step, turns.CallModel | turns.RequestClient | turns.RunAction):
             earlier = earlier or _earlier_turns(cid, run.turn_id)
         if isinstance(step, turns.CallModel):
@@ -448,8 +473,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
             try:
                 answer = provider.complete(request, on_draft=partial(broadcast.draft_changed, cid, run.run_id, events[-1].seq))
             except ModelFailed as exc:
-                commit([TurnFailed(run_id=run.run_id, error=str(exc))])
-                return
+                return commit([TurnFailed(run_id=run.run_id, error=str(exc))], last=True)
             deferred.append(
                 ModelRound(
                     run_id=run.run_id,
@@ -461,15 +485,13 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
                 )
             )
         elif isinstance(step, turns.RequestClient):
-            commit([_request_event(run, state, config, c, earlier) for c in step.calls])
-            return
+            return commit([_request_event(run, state, config, c, earlier) for c in step.calls], last=True)
         elif isinstance(step, turns.RunAction):
             _run_action(cid, run, step, held, commit, earlier)
         elif isinstance(step, turns.Ambiguous):
             call = step.call
-            commit([TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool,
-                                  idempotency_key=call.idempotency_key or f"{run.turn_id}:{call.call_id}")])
-            return
+            return commit([TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool,
+                                         idempotency_key=call.idempotency_key or f"{run.turn_id}:{call.call_id}")], last=True)
         elif isinstance(step, turns.EvaluateCompletion):
             commit([CompletionRequested(run_id=run.run_id, call_id=step.call.call_id, outcome=step.outcome, reason=step.reason)])
         elif isinstance(step, turns.Finish):
@@ -477,9 +499,9 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> None:
             batch_two = [TurnComplete(run_id=run.run_id, message_id=new_id("msg"), text=step.text, fallback=step.fallback)]
             if step.complete_conversation:
                 batch_two.append(ConversationCompleted(run_id=run.run_id))
-            commit(batch_two)
+            commit(batch_two, last=True)
             faults.reach("after_batch_two")
-            return
+            return True
 
 
 def _provisional(event, turn_id: str) -> Recorded:

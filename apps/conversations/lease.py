@@ -27,22 +27,24 @@ class Held:
         return self.holder, self.version
 
 
-def acquire(*, conversation_id: str, holder: str, now: datetime, seconds: float) -> Held | None:
+def acquire(*, conversation_id: str, holder: str, now: datetime, seconds: float, only_free: bool = False) -> Held | None:
     """
-    Take the lease if it is free, expired or already ours.
+    Take the lease if it is free, expired or already ours (`only_free`: if it is free or expired).
 
-    Returns None when another live holder has it.
+    Returns None when another live holder has it. Inside a transaction it commits with that
+    transaction: a turn's batch one and the lease of the drive that runs it are one commit.
     """
     row = _row(conversation_id)
     if row is None:
         try:
             with transaction.atomic():
-                Lease.objects.get_or_create(conversation_id=conversation_id)
+                Lease.objects.create(conversation_id=conversation_id, holder=holder, version=1,
+                                     expires_at=now + timedelta(seconds=seconds))
+            return Held(holder=holder, version=1, previous_holder="")
         except IntegrityError:
-            pass  # created concurrently by another process: fine
-        row = _row(conversation_id)
+            row = _row(conversation_id)  # created concurrently by another process: take it as it is now
     current_holder, version, expires_at = row
-    if current_holder and current_holder != holder and expires_at and expires_at > now:
+    if current_holder and expires_at and expires_at > now and (only_free or current_holder != holder):
         return None
     taken = statements.TAKE_LEASE.execute(holder, version + 1, now + timedelta(seconds=seconds), conversation_id, version)
     if taken != 1:

@@ -4,11 +4,14 @@ How a run's steps are grouped into transactions, and a run that meets another wr
 Entries of one append share its `created_at`, so the log itself shows which steps committed together.
 """
 
+import contextlib
+
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, Action
-from apps.agent import config
+from apps.agent import actions, config
 from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.ledger import store
@@ -77,6 +80,65 @@ class TestReadOnlyRounds:
         state = conversation_state(queries.conversation_for(cid))
         assert state["messages"][-1]["text"] == 'Done: {"round": 3}'
         assert verify(cid).ok and replay(cid).ok
+
+
+@contextlib.contextmanager
+def commits():
+    """The tables each write commit of this thread's connection wrote, in commit order."""
+    written: list[set[str]] = []
+    pending: set[str] = set()
+
+    def watch(execute, sql, params, many, context):
+        verb, _, rest = sql.lstrip().partition(" ")
+        if verb.upper() in ("INSERT", "UPDATE", "DELETE"):
+            table = rest.replace("INTO ", "", 1).split(None, 1)[0].strip('"')
+            (pending.add(table) if connection.in_atomic_block else written.append({table}))
+        return execute(sql, params, many, context)
+
+    original = connection.commit
+
+    def commit():
+        original()
+        if pending:
+            written.append(set(pending))
+            pending.clear()
+
+    connection.commit = commit
+    try:
+        with connection.execute_wrapper(watch):
+            yield written
+    finally:
+        del connection.commit
+
+
+class TestCommitsPerTurn:
+    def test_the_lease_commits_with_batch_one_and_is_given_up_with_batch_two(self, start, make_assistant):
+        cid = start("hello", assistant=make_assistant(**THREE_ROUNDS))["conversation_id"]
+
+        with commits() as written:
+            actions.start_turn(conversation_id=cid, message="where is my order", persona="guest:alice", edge="api",
+                               now=timezone.now())
+
+        # batch one with the lease, three echo rounds, the reply's model round, batch two with the release
+        assert len(written) == 6
+        assert {"ledger_event", "conversations_lease"} <= written[0]
+        assert {"ledger_event", "conversations_lease"} <= written[-1]
+        assert all("conversations_lease" not in tables for tables in written[1:-1])
+        assert verify(cid).ok and replay(cid).ok
+
+    def test_a_run_that_pauses_for_an_approval_gives_the_lease_up_with_the_request(self, start, make_assistant):
+        approval = {**THREE_ROUNDS, "tools": [{"name": "lookup_order", "kind": "server", "action": "echo",
+                                              "requires_approval": True}]}
+        cid = start("hello", assistant=make_assistant(**approval))["conversation_id"]
+
+        with commits() as written:
+            actions.start_turn(conversation_id=cid, message="where is my order", persona="guest:alice", edge="api",
+                               now=timezone.now())
+
+        assert len(written) == 3  # batch one with the lease; the model round; the request with the release
+        assert "conversations_lease" not in written[1]
+        assert {"ledger_event", "conversations_lease"} <= written[2]
+        assert [e.kind for e in latest_turn(cid)][-1] == "approval_request"
 
 
 class TestAnotherWriterMidTurn:
