@@ -37,6 +37,7 @@ from apps.ledger.types import (
 from apps.people.actions import check_persona
 from apps.runs.machine import OPEN
 from apps.runs.models import WorkflowLog
+from apps.workspaces import statements
 from apps.workspaces.models import Artifact, Closure, Memory, Runtime
 from apps.workspaces.policy import MalformedDuration, idle_due, idle_timeout_seconds, parse_duration
 from apps.workspaces.queries import open_closure
@@ -146,15 +147,13 @@ def reopen_events(*, conversation_id: str) -> list[EventKind]:
 
     Call with the conversation row locked. The turn's `turn_dispatched` resets the idle timer.
     """
-    closure = open_closure(conversation_id)
-    return [] if closure is None else [ConversationReopened(closed_seq=closure.closed_seq)]
+    found = statements.OPEN_CLOSURE.rows(conversation_id)
+    return [ConversationReopened(closed_seq=closed_seq) for (closed_seq,) in found]
 
 
 def open_runtime(*, conversation_id: str, now: datetime) -> None:
     """Make sure a conversation taking a turn has an open runtime record (after batch one's append)."""
-    row, created = Runtime.objects.get_or_create(conversation_id=conversation_id, defaults={"opened_at": now})
-    if not created and row.closed_at is not None:
-        Runtime.objects.filter(conversation_id=conversation_id).update(closed_at=None, opened_at=now)
+    statements.OPEN_RUNTIME.execute(conversation_id, now)
 
 
 def close_if_idle(*, conversation_id: str, now: datetime) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from apps.ledger.sql import Statement
-from apps.workspaces.models import Memory
+from apps.workspaces.models import Closure, Memory, Runtime
 
 # Every run asks before its first model round, mostly to learn there are none.
 ACTIVE_FACTS = Statement(
@@ -16,4 +16,29 @@ ACTIVE_FACTS = Statement(
     tables={"memories": Memory},
     params=("memories.conversation",),
     returns=("memories.text",),
+)
+
+# Every batch one asks whether the conversation is closed for being idle (its turn reopens it).
+OPEN_CLOSURE = Statement(
+    """
+    SELECT {closures.closed_seq} FROM {closures}
+    WHERE {closures.conversation} = %s AND {closures.reopened_seq} IS NULL
+    ORDER BY {closures.closed_seq} DESC
+    LIMIT 1
+    """,
+    tables={"closures": Closure},
+    params=("closures.conversation",),
+    returns=("closures.closed_seq",),
+)
+
+# Every batch one makes sure the workspace runtime is open: created with the first turn, opened
+# again after an idle close, and otherwise left as it is, in one statement.
+OPEN_RUNTIME = Statement(
+    """
+    INSERT INTO {runtimes} ({runtimes.conversation}, {runtimes.opened_at}, {runtimes.closed_at}) VALUES (%s, %s, NULL)
+    ON CONFLICT ({runtimes.conversation}) DO UPDATE SET {runtimes.opened_at} = excluded.{runtimes.opened_at}, {runtimes.closed_at} = NULL
+    WHERE {runtimes}.{runtimes.closed_at} IS NOT NULL
+    """,
+    tables={"runtimes": Runtime},
+    params=("runtimes.conversation", "runtimes.opened_at"),
 )
