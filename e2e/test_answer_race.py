@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import SUPPORT_CONFIG
+from e2e.embedding import embedding_backend
 
 ROUNDS = range(4)
 WORD = {"approve": "Approved", "deny": "Denied"}
@@ -137,18 +136,8 @@ def test_in_the_widget_the_browser_whose_answer_lost_is_told_the_accepted_answer
 
 @pytest.fixture(scope="module")
 def backend(widget_server):
-    """The embedding application's backend: an API key and a support assistant whose refunds need approval."""
-    key = widget_server.database.manage("create_api_key", "race").strip().splitlines()[-1]
-    http = httpx.Client(base_url=widget_server.url, headers={"Authorization": f"Bearer {key}"}, timeout=10)
-    assistant = http.post("/v1/assistants", json=SUPPORT_CONFIG).json()["id"]
-
-    def start(message: str) -> dict:
-        response = http.post("/v1/agent/conversations", json={"assistant": assistant, "message": message})
-        assert response.status_code == 201, response.text
-        return response.json()
-
-    yield start
-    http.close()
+    with embedding_backend(widget_server, "race") as start:
+        yield start
 
 
 # Scheduled, not awaited: the second page's answer must not wait for the first one's.

@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import SUPPORT_CONFIG
+from e2e.embedding import embedding_backend
 
 
 @pytest.fixture(scope="module")
 def backend(waypoint_server):
-    """The embedding application's backend: an API key and an assistant with the pick_date client tool."""
-    key = waypoint_server.database.manage("create_api_key", "e2e").strip().splitlines()[-1]
-    http = httpx.Client(base_url=waypoint_server.url, headers={"Authorization": f"Bearer {key}"}, timeout=10)
-    assistant = http.post("/v1/assistants", json=SUPPORT_CONFIG).json()["id"]
-
-    def start(message: str) -> dict:
-        response = http.post("/v1/agent/conversations", json={"assistant": assistant, "message": message})
-        assert response.status_code == 201, response.text
-        return response.json()
-
-    yield start
-    http.close()
+    with embedding_backend(waypoint_server, "e2e") as start:
+        yield start
 
 
 def demo_url(server, started: dict, **params) -> str:
