@@ -16,12 +16,12 @@ from django.db import connection
 from django.db.models import CharField, F, Func
 from django.utils import timezone
 
-from apps.actions.models import ActionLog
+from apps.agent import statements
 from apps.conversations.models import ChatMessage, Conversation
 from apps.ledger import sql
 from apps.ledger.replay import read_only
 from apps.ledger.store import iso
-from apps.runs.models import ToolUsageLog, WorkflowLog
+from apps.runs.models import WorkflowLog
 from apps.workspaces.queries import workspace_state
 
 KIND_NAMES = {"client_tool": "client_tool", "approval": "approval", "question": "question"}
@@ -125,29 +125,30 @@ def _state(conversation: Conversation, *, after_seq: int) -> dict[str, Any]:
     if not as_text:
         for message in messages:
             message["created_at"] = _when(message["created_at"])
-    run = WorkflowLog.objects.filter(conversation_id=conversation.id).order_by("-dispatched_seq").first()
+    run = latest_run(conversation)
     pending: list[dict[str, Any]] = []
     answered: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     if run is not None:
-        usages = list(ToolUsageLog.objects.filter(run_id=run.run_id).order_by("requested_at", "id"))
-        for usage in usages:
+        usages = statements.RUN_USAGE.rows(run.run_id)
+        for call_id, kind, tool, arguments, requested_at, reattempt_of, status, output, answered_by, answered_at in usages:
             item = {
-                "call_id": usage.call_id,
-                "kind": KIND_NAMES[usage.kind],
-                "tool": usage.tool,
-                "arguments": usage.arguments,
-                "requested_at": _when(usage.requested_at),
-                "reattempt_of": usage.reattempt_of or None,
+                "call_id": call_id,
+                "kind": KIND_NAMES[kind],
+                "tool": tool,
+                "arguments": arguments,
+                "requested_at": _when(requested_at),
+                "reattempt_of": reattempt_of or None,
             }
-            if usage.status == "pending":
+            if status == "pending":
                 pending.append(item)
             else:
-                answered.append(
-                    {**item, "status": usage.status, "output": usage.output, "answered_by": usage.answered_by,
-                     "answered_at": _when(usage.answered_at)}
-                )
-        summary = tool_summary(run, usages=usages)
+                answered.append({**item, "status": status, "output": output, "answered_by": answered_by,
+                                 "answered_at": _when(answered_at)})
+        summary = [{"tool": row[2], "kind": row[1], "state": row[6]} for row in usages]
+        # By conversation too: action logs are indexed by conversation, not by run.
+        summary += [{"tool": tool, "kind": "server", "state": status}
+                    for tool, status in statements.RUN_ACTIONS.rows(conversation.id, run.run_id)]
     return {
         "conversation_id": str(conversation.id),
         "conversation_status": conversation.status,
@@ -177,28 +178,21 @@ def answers(conversation: Conversation, *, after_seq: int = 0) -> list[dict[str,
     never changes, so the page writes it once into the transcript where the log has it. A request
     that expired was never answered and is not among them.
     """
-    rows = ToolUsageLog.objects.filter(conversation_id=conversation.id, accepted_seq__gt=after_seq).order_by("accepted_seq")
     return [
-        {"run_id": usage.run_id, "turn_id": usage.turn_id, "call_id": usage.call_id, "kind": KIND_NAMES[usage.kind],
-         "tool": usage.tool, "arguments": usage.arguments, "status": usage.status, "output": usage.output,
-         "answered_by": usage.answered_by, "answered_at": _when(usage.answered_at), "seq": usage.accepted_seq}
-        for usage in rows
+        {"run_id": run_id, "turn_id": turn_id, "call_id": call_id, "kind": KIND_NAMES[kind], "tool": tool,
+         "arguments": arguments, "status": status, "output": output, "answered_by": answered_by,
+         "answered_at": _when(answered_at), "seq": seq}
+        for run_id, turn_id, call_id, kind, tool, arguments, status, output, answered_by, answered_at, seq
+        in statements.ANSWERS.rows(conversation.id, after_seq)
     ]
 
 
-def tool_summary(run: WorkflowLog, *, usages: list[ToolUsageLog] | None = None) -> list[dict[str, str]]:
-    """
-    Tool names and completion states of a run, from its tool usage and action logs.
-
-    `usages`: the run's tool usage rows in request order, when the caller has read them already.
-    """
-    if usages is None:
-        usages = list(ToolUsageLog.objects.filter(run_id=run.run_id).order_by("requested_at", "id"))
-    out = [{"tool": u.tool, "kind": u.kind, "state": u.status} for u in usages]
-    # By conversation too: action logs are indexed by conversation, not by run.
-    out += [
-        {"tool": tool, "kind": "server", "state": status}
-        for tool, status in ActionLog.objects.filter(conversation_id=run.conversation_id, run_id=run.run_id)
-        .order_by("started_at", "id").values_list("tool", "status")
-    ]
-    return out
+def latest_run(conversation: Conversation) -> WorkflowLog | None:
+    """The conversation's latest run, with the fields its state shows (not its usage, pending or directives)."""
+    found = statements.LATEST_RUN.rows(conversation.id)
+    if not found:
+        return None
+    [(run_id, turn_id, status, quarantined, error, progress, updated_at, dispatched_seq)] = found
+    return WorkflowLog(run_id=run_id, conversation_id=conversation.id, turn_id=turn_id, status=status,
+                       quarantined=quarantined, error=error, progress=progress, updated_at=updated_at,
+                       dispatched_seq=dispatched_seq)

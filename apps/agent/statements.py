@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from apps.actions.models import ActionLog
 from apps.agent.models import Assistant
 from apps.conversations.models import Conversation
 from apps.ledger.sql import Statement
+from apps.runs.models import ToolUsageLog, WorkflowLog
 
 # The configuration of a conversation's assistant: every step of a run asks.
 ASSISTANT_CONFIG = Statement(
@@ -23,3 +25,62 @@ def assistant_config(conversation_id: str) -> dict:
     """The configuration of the conversation's assistant."""
     [(config,)] = ASSISTANT_CONFIG.rows(conversation_id)
     return config
+
+
+# The state every page load, poll and push reads (apps/agent/state.py), statement by statement:
+# through the ORM, building these queries cost more CPU than PostgreSQL spent answering them.
+
+LATEST_RUN = Statement(
+    """
+    SELECT {runs.run_id}, {runs.turn_id}, {runs.status}, {runs.quarantined}, {runs.error}, {runs.progress},
+           {runs.updated_at}, {runs.dispatched_seq}
+    FROM {runs}
+    WHERE {runs.conversation} = %s
+    ORDER BY {runs.dispatched_seq} DESC
+    LIMIT 1
+    """,
+    tables={"runs": WorkflowLog},
+    params=("runs.conversation",),
+    returns=("runs.run_id", "runs.turn_id", "runs.status", "runs.quarantined", "runs.error", "runs.progress",
+             "runs.updated_at", "runs.dispatched_seq"),
+)
+
+RUN_USAGE = Statement(
+    """
+    SELECT {usages.call_id}, {usages.kind}, {usages.tool}, {usages.arguments}, {usages.requested_at}, {usages.reattempt_of},
+           {usages.status}, {usages.output}, {usages.answered_by}, {usages.answered_at}
+    FROM {usages}
+    WHERE {usages.run_id} = %s
+    ORDER BY {usages.requested_at}, {usages.id}
+    """,
+    tables={"usages": ToolUsageLog},
+    params=("usages.run_id",),
+    returns=("usages.call_id", "usages.kind", "usages.tool", "usages.arguments", "usages.requested_at", "usages.reattempt_of",
+             "usages.status", "usages.output", "usages.answered_by", "usages.answered_at"),
+)
+
+RUN_ACTIONS = Statement(
+    """
+    SELECT {actions.tool}, {actions.status}
+    FROM {actions}
+    WHERE {actions.conversation} = %s AND {actions.run_id} = %s
+    ORDER BY {actions.started_at}, {actions.id}
+    """,
+    tables={"actions": ActionLog},
+    params=("actions.conversation", "actions.run_id"),
+    returns=("actions.tool", "actions.status"),
+)
+
+ANSWERS = Statement(
+    """
+    SELECT {usages.run_id}, {usages.turn_id}, {usages.call_id}, {usages.kind}, {usages.tool}, {usages.arguments},
+           {usages.status}, {usages.output}, {usages.answered_by}, {usages.answered_at}, {usages.accepted_seq}
+    FROM {usages}
+    WHERE {usages.conversation} = %s AND {usages.accepted_seq} > %s
+    ORDER BY {usages.accepted_seq}
+    """,
+    tables={"usages": ToolUsageLog},
+    params=("usages.conversation", "usages.accepted_seq"),
+    returns=("usages.run_id", "usages.turn_id", "usages.call_id", "usages.kind", "usages.tool", "usages.arguments",
+             "usages.status", "usages.output", "usages.answered_by", "usages.answered_at", "usages.accepted_seq"),
+)

@@ -148,7 +148,7 @@ def reopen_events(*, conversation_id: str) -> list[EventKind]:
     Call with the conversation row locked. The turn's `turn_dispatched` resets the idle timer.
     """
     found = statements.OPEN_CLOSURE.rows(conversation_id)
-    return [ConversationReopened(closed_seq=closed_seq) for (closed_seq,) in found]
+    return [ConversationReopened(closed_seq=closed_seq) for closed_seq, _ in found]
 
 
 def open_runtime(*, conversation_id: str, now: datetime) -> None:

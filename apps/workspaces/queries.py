@@ -15,7 +15,7 @@ from apps.ledger.store import iso
 from apps.runs.machine import CONTINUABLE
 from apps.runs.models import WorkflowLog
 from apps.workspaces import statements
-from apps.workspaces.models import Artifact, Closure, Memory
+from apps.workspaces.models import Artifact, Closure
 from apps.workspaces.storage import Workspace, WorkspaceError, artifact_dict, segment
 
 ARTIFACT_ACTION = "write_artifact"
@@ -33,8 +33,8 @@ def _when(value) -> str | None:
 def list_memory(conversation: Conversation) -> list[dict[str, Any]]:
     """Return the facts the agent of this conversation currently remembers, oldest first."""
     return [
-        {"fact_id": m.fact_id, "text": m.text, "persona": m.persona, "turn_id": m.turn_id, "remembered_at": _when(m.remembered_at)}
-        for m in Memory.objects.filter(conversation_id=conversation.id, status="active").order_by("remembered_at", "fact_id")
+        {"fact_id": fact_id, "text": text, "persona": persona, "turn_id": turn_id, "remembered_at": _when(remembered_at)}
+        for fact_id, text, persona, turn_id, remembered_at in statements.MEMORY.rows(conversation.id)
     ]
 
 
@@ -128,8 +128,12 @@ def artifact_recovery_state(conversation: Conversation) -> list[dict[str, Any]]:
 
 
 def open_closure(conversation_id: str) -> Closure | None:
-    """The close a conversation is in now, or None while it is open."""
-    return Closure.objects.filter(conversation_id=conversation_id, reopened_seq__isnull=True).order_by("-closed_seq").first()
+    """The close a conversation is in now (its `closed_seq` and `closed_at`), or None while it is open."""
+    found = statements.OPEN_CLOSURE.rows(conversation_id)
+    if not found:
+        return None
+    [(closed_seq, closed_at)] = found
+    return Closure(conversation_id=conversation_id, closed_seq=closed_seq, closed_at=closed_at)
 
 
 def lifecycle_phase(conversation: Conversation) -> str:

@@ -18,17 +18,31 @@ ACTIVE_FACTS = Statement(
     returns=("memories.text",),
 )
 
-# Every batch one asks whether the conversation is closed for being idle (its turn reopens it).
+# Every batch one asks whether the conversation is closed for being idle (its turn reopens it), and
+# every state read, for its phase.
 OPEN_CLOSURE = Statement(
     """
-    SELECT {closures.closed_seq} FROM {closures}
+    SELECT {closures.closed_seq}, {closures.closed_at} FROM {closures}
     WHERE {closures.conversation} = %s AND {closures.reopened_seq} IS NULL
     ORDER BY {closures.closed_seq} DESC
     LIMIT 1
     """,
     tables={"closures": Closure},
     params=("closures.conversation",),
-    returns=("closures.closed_seq",),
+    returns=("closures.closed_seq", "closures.closed_at"),
+)
+
+# The facts a conversation's agent remembers now, as its state shows them.
+MEMORY = Statement(
+    """
+    SELECT {memories.fact_id}, {memories.text}, {memories.persona}, {memories.turn_id}, {memories.remembered_at}
+    FROM {memories}
+    WHERE {memories.conversation} = %s AND {memories.status} = 'active'
+    ORDER BY {memories.remembered_at}, {memories.fact_id}
+    """,
+    tables={"memories": Memory},
+    params=("memories.conversation",),
+    returns=("memories.fact_id", "memories.text", "memories.persona", "memories.turn_id", "memories.remembered_at"),
 )
 
 # Every batch one makes sure the workspace runtime is open: created with the first turn, opened
