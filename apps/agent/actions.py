@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from functools import partial
@@ -215,7 +216,7 @@ def start_turn(
 
 
 def _new_turn(
-    conversation_id: str, check, *, text: str, persona: str, edge: str, directive: dict | None, continuation: bool,
+    conversation_id: str, check: Callable[[Conversation], None], *, text: str, persona: str, edge: str, directive: dict | None, continuation: bool,
     idempotency: Idempotency | None, now: datetime,
 ) -> dict[str, Any]:
     """
