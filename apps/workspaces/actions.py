@@ -37,6 +37,7 @@ from apps.ledger.types import (
 from apps.people.actions import check_persona
 from apps.runs.machine import OPEN
 from apps.runs.models import WorkflowLog
+from apps.runs.statements import has_open_run
 from apps.workspaces import statements
 from apps.workspaces.models import Artifact, Closure, Memory, Runtime
 from apps.workspaces.policy import MalformedDuration, idle_due, idle_timeout_seconds, parse_duration
@@ -171,7 +172,7 @@ def close_if_idle(*, conversation_id: str, now: datetime) -> bool:
             return False
         if not idle_due(last_turn_at=conversation.last_turn_at, timeout_seconds=timeout, now=now):
             return False
-        if WorkflowLog.objects.filter(conversation_id=conversation.id, status__in=OPEN, quarantined=False).exists():
+        if has_open_run(str(conversation.id)):
             return False
         if Lease.objects.filter(conversation_id=conversation.id, expires_at__gt=now).exclude(holder="").exists():
             return False
