@@ -280,8 +280,17 @@ class Lab:
         return lost
 
     def duplicate_deliveries(self) -> dict[str, int]:
+        """
+        Keys delivered more often than attempts of them were recorded and allowed.
+
+        A key's first attempt may be delivered once. A later delivery of the same key is allowed
+        only as a re-attempt (PRODUCT.md rule 8): recorded with `reattempt_of`, after a person
+        approved a card that said the earlier attempt may already have gone through.
+        """
         counts = Counter(d["headers"].get("Idempotency-Key") for d in list(self.receiver.deliveries))
-        return {key: n for key, n in counts.items() if n > 1}
+        starts = [json.loads(row["payload"]) for row in self.rows.all("SELECT payload FROM ledger_event WHERE kind = 'action_started'")]
+        reattempts = Counter(p["idempotency_key"] for p in starts if p.get("reattempt_of"))
+        return {key: n for key, n in counts.items() if n > 1 + reattempts[key]}
 
     def verify_failures(self) -> dict[str, Any]:
         out = self.database.manage("shell", "-c", (

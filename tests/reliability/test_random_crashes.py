@@ -46,7 +46,7 @@ class TestRandomCrashes:
     def test_no_accepted_result_is_lost(self, lab):
         assert lab.lost_results() == [], lab.describe()
 
-    def test_no_side_effect_happens_twice_for_one_idempotency_key(self, lab):
+    def test_no_key_is_delivered_again_unless_a_person_approved_its_reattempt(self, lab):
         assert lab.duplicate_deliveries() == {}, lab.describe()
 
     def test_every_conversation_verifies_and_replays_to_its_stores(self, lab):
