@@ -76,6 +76,10 @@ class ServerDatabase:
         with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
             conn.execute(sql)
 
+    def set(self, name: str, value: str) -> None:
+        """A PostgreSQL setting for every session that connects to this database from now on."""
+        self._admin(f'ALTER DATABASE "{self.label}" SET {name} = {value}')
+
     def manage(self, *args: str, env: dict | None = None) -> str:
         result = subprocess.run(
             [PYTHON, "manage.py", *args], cwd=ROOT, env={**os.environ, **self.env, **(env or {})},
