@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from apps.widget import views
 
@@ -15,4 +15,8 @@ urlpatterns = [
     path("c/<uuid:conversation_id>/answer", views.answer, name="answer"),
     path("c/<uuid:conversation_id>/continue", views.continue_view, name="continue"),
     path("c/<uuid:conversation_id>/memory/clear", views.clear_memory, name="clear-memory"),
+    # Anything else under these prefixes is a link cut short or mistyped: a page for people, even
+    # with DEBUG on, where Django would answer with its technical 404 page.
+    re_path(r"^c/(?P<rest>.*)$", views.broken_link),
+    re_path(r"^w/(?P<rest>.*)$", views.broken_widget_link),
 ]

@@ -34,7 +34,47 @@ from apps.workspaces import actions as workspace_actions
 log = logging.getLogger(__name__)
 
 LINK_INVALID = "This link is invalid or has expired — start a new conversation"
+CHAT_UNAVAILABLE = "This chat is not available"
 TEMPLATE = "widget/conversation.html"
+
+
+class ChatUnavailable(Http404):
+    """The widget's assistant does not exist (any more), or its address is not one."""
+
+
+class LinkInvalid(Http404):
+    """The link's token is forged, malformed, expired or revoked, belongs elsewhere, or its conversation is gone."""
+
+
+def for_people(view):
+    """Answer a conversation or widget link that does not work with the page that says so (404), whatever DEBUG says."""
+
+    @wraps(view)
+    def answering(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except LinkInvalid:
+            if request.htmx:  # a post from a page whose link stopped working: say so where it shows notices
+                return render(request, f"{TEMPLATE}#notices", {"oob": True, "notice": LINK_INVALID}, status=404)
+            return render(request, "widget/link_invalid.html", {"problem": LINK_INVALID}, status=404)
+        except ChatUnavailable:
+            return render(request, "widget/link_invalid.html", {"problem": CHAT_UNAVAILABLE, "chat": True}, status=404)
+
+    return answering
+
+
+@csrf_exempt  # it changes nothing: a form posted to a broken link is told so, not refused for its missing cookie
+@for_people
+def broken_link(request: HttpRequest, rest: str) -> HttpResponse:
+    """A conversation address that is not one (cut short, mistyped, a path it does not have)."""
+    raise LinkInvalid("not a conversation address")
+
+
+@csrf_exempt
+@for_people
+def broken_widget_link(request: HttpRequest, rest: str) -> HttpResponse:
+    """A widget address that is not one: the embed snippet names an assistant by its id."""
+    raise ChatUnavailable("not a widget address")
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -63,7 +103,7 @@ def start(request: HttpRequest) -> HttpResponse:
 def _assistant(assistant_id: str) -> Assistant:
     assistant = Assistant.objects.filter(id=assistant_id).first()
     if assistant is None:
-        raise Http404("no such assistant")
+        raise ChatUnavailable("no such assistant")
     return assistant
 
 
@@ -94,6 +134,7 @@ def _start_page(request: HttpRequest, assistant: Assistant, embed: Embed, *, sta
     return allow_framing(render(request, "widget/start.html", context, status=status), config=assistant.config)
 
 
+@for_people
 @require_safe
 def widget(request: HttpRequest, assistant_id: str) -> HttpResponse:
     assistant = _assistant(assistant_id)
@@ -113,6 +154,7 @@ def _conversation_url(conversation_id: str, token: str, embed: Embed | None, *, 
 # The widget's posts carry no cookie-based authority (the iframe is third-party, cookies are not
 # sent): the visitor is anonymous or proven by the signed identity token in the body, so there is
 # nothing for a cross-site form to borrow.
+@for_people
 @csrf_exempt
 @require_POST
 def widget_start(request: HttpRequest, assistant_id: str) -> HttpResponse:
@@ -130,6 +172,7 @@ def widget_start(request: HttpRequest, assistant_id: str) -> HttpResponse:
     return redirect(_conversation_url(started["conversation_id"], started["token"], embed, started=True))
 
 
+@for_people
 @csrf_exempt
 @require_POST
 def widget_resume(request: HttpRequest, assistant_id: str) -> HttpResponse:
@@ -150,23 +193,6 @@ def widget_resume(request: HttpRequest, assistant_id: str) -> HttpResponse:
 
 # --- the conversation page (link and widget) ----------------------------------------------------
 
-class LinkInvalid(Http404):
-    """The link's token is forged, malformed, expired or revoked, belongs elsewhere, or its conversation is gone."""
-
-
-def for_people(view):
-    """Answer a conversation link that does not work with the page that says so (404), whatever DEBUG says."""
-
-    @wraps(view)
-    def answering(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        try:
-            return view(request, *args, **kwargs)
-        except LinkInvalid:
-            if request.htmx:  # a post from a page whose link stopped working: say so where it shows notices
-                return render(request, f"{TEMPLATE}#notices", {"oob": True, "notice": LINK_INVALID}, status=404)
-            return render(request, "widget/link_invalid.html", {"problem": LINK_INVALID}, status=404)
-
-    return answering
 
 
 def _grant(request: HttpRequest, conversation_id: str, permission: str = "view") -> tokens.Grant:

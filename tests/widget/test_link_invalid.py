@@ -19,10 +19,10 @@ def debug(settings):
     settings.DEBUG = True
 
 
-def assert_friendly(response) -> None:
+def assert_friendly(response, problem: str = PROBLEM) -> None:
     html = response.content.decode()
     assert response.status_code == 404
-    assert PROBLEM in html
+    assert problem in html
     assert "URLconf" not in html and "Raised by" not in html
 
 
@@ -78,3 +78,32 @@ class TestAConversationLinkThatDoesNotWork:
         html = response.content.decode()
         assert response.status_code == 404
         assert 'id="notices" hx-swap-oob="true"' in html and PROBLEM in html
+
+    @pytest.mark.parametrize("path", [
+        "/c/abc", "/c/{cid}/", "/c/{cid}x", "/c/{cid}/nothing-here", "/c/",
+    ], ids=["not-an-id", "trailing-slash", "one-character-too-many", "a-path-it-does-not-have", "no-id"])
+    def test_an_address_cut_short_or_mistyped_gets_the_page_for_people(self, client, started, path):
+        conversation = started("hello")
+
+        response = client.get(path.format(cid=conversation["conversation_id"]), {"token": conversation["token"]})
+
+        assert_friendly(response)
+
+    def test_a_form_posted_to_a_mistyped_address_is_told_so_not_refused(self, client, started):
+        conversation = started("hello")
+
+        response = client.post(f"/c/{conversation['conversation_id'][:-1]}/send", {"token": conversation["token"], "message": "hi"},
+                               headers={"HX-Request": "true"})
+
+        assert response.status_code == 404
+        assert PROBLEM in response.content.decode()
+
+
+class TestAWidgetAddressThatDoesNotWork:
+    @pytest.mark.parametrize("path", ["/w/{unknown}", "/w/not-an-id", "/w/{unknown}/start"], ids=["unknown-assistant", "not-an-id", "start"])
+    def test_it_gets_the_page_for_people(self, client, db, path):
+        method = client.post if path.endswith("/start") else client.get
+
+        response = method(path.format(unknown=uuid.uuid4()))
+
+        assert_friendly(response, "This chat is not available")
