@@ -15,6 +15,7 @@ import threading
 import time
 
 import httpx
+import psycopg
 import pytest
 from channels.layers import InMemoryChannelLayer
 from websockets.sync.client import connect
@@ -82,6 +83,64 @@ def test_on_an_idle_embedded_server_every_reply_is_pushed_within_a_quarter_secon
                         delays.append(time.monotonic() - sent)
                         break
         assert max(delays) <= LIMIT, f"pushes took {[round(d, 3) for d in delays]}, their POSTs {[round(p, 3) for p in posts]}"
+    finally:
+        gc.enable()
+        server.kill()
+        database.drop()
+
+
+APPROVAL = {
+    "name": "Careful echo",
+    "model": {"provider": "scripted", "rules": [
+        {"match": "refund", "steps": [{"call": "careful", "arguments": {"order_id": "A-2"}}, {"say": "Done: {result.order_id}"}]}],
+        "fallback": [{"say": "You said: {message}"}]},
+    "tools": [{"name": "careful", "kind": "server", "action": "echo", "requires_approval": True}],
+}
+
+
+@pytest.mark.postgres
+def test_on_an_idle_embedded_server_an_approved_turn_goes_on_in_process_and_both_pushes_are_prompt():
+    database = ServerDatabase("latency_approval")
+    database.set("synchronous_commit", "off")  # as above: the server's figure, not the disk's
+    server = DaphneServer(database, env={"REDIS_URL": ""})
+    try:
+        [seed] = probe.run(database, "lab", config=APPROVAL, conversations=1, message="hello")["conversations"]
+        server.start()
+        cid, token = seed["conversation_id"], seed["token"]
+        auth = {"Authorization": f"Bearer {token}"}
+
+        def pushed(ws, arrived) -> dict:
+            while True:
+                state = json.loads(ws.recv(timeout=10)).get("state", {})
+                if arrived(state):
+                    return state
+
+        gc.disable()
+        with connect(f"ws://127.0.0.1:{server.port}/ws/conversations/{cid}/?token={token}", origin=server.url,
+                     open_timeout=10) as ws, httpx.Client(base_url=server.url, headers=auth, timeout=10) as http:
+            assert json.loads(ws.recv(timeout=10))["type"] == "state"
+            time.sleep(0.5)
+            sent = time.monotonic()
+            assert http.post(f"/v1/agent/conversations/{cid}/turns", json={"message": "refund please"}).status_code == 202
+            state = pushed(ws, lambda s: s.get("run_status") == "waiting")
+            asked = time.monotonic() - sent
+            [call] = state["pending_client_actions"]
+
+            time.sleep(0.5)  # a person reads the card
+            approved = time.monotonic()
+            response = http.post(f"/v1/agent/conversations/{cid}/runs/{state['run_id']}/results", json={"results": [
+                {"call_id": call["call_id"], "output": {"decision": "approve", "reviewed": {"tool": "careful", "arguments": {"order_id": "A-2"}}}}]})
+            assert response.status_code == 200, response.text
+            pushed(ws, lambda s: "Done: A-2" in [m["text"] for m in s.get("messages", [])])
+            answered = time.monotonic() - approved
+
+        with psycopg.connect(database.url, autocommit=True) as conn:
+            kinds = [kind for (kind,) in conn.execute("SELECT kind FROM ledger_event WHERE conversation_id = %s ORDER BY seq", (cid,))]
+        # The approval resumed the run in this process, at once: recovery (after a lease period, 3 s
+        # here) would have recorded the resume as a retry.
+        assert "turn_retried" not in kinds, kinds
+        assert kinds.count("turn_complete") == 2, kinds
+        assert asked <= LIMIT and answered <= LIMIT, f"the card was pushed after {asked:.3f} s, the reply after the approval {answered:.3f} s"
     finally:
         gc.enable()
         server.kill()
