@@ -11,15 +11,15 @@ from tests.conftest import SUPPORT_CONFIG
 
 
 @contextlib.contextmanager
-def embedding_backend(server, key_name: str) -> Iterator[Callable[[str], dict]]:
+def embedding_backend(server, key_name: str, config: dict | None = None) -> Iterator[Callable[[str], dict]]:
     """
-    The embedding application's backend on `server`: an API key and a support assistant (its refunds
-    need approval; it has the pick_date client tool). Yields `start(message)`, which starts a
-    conversation through the API and returns its answer (id and token).
+    The embedding application's backend on `server`: an API key and an assistant, by default the
+    support one (its refunds need approval; it has the pick_date client tool). Yields
+    `start(message)`, which starts a conversation through the API and returns its answer (id and token).
     """
     key = server.database.manage("create_api_key", key_name).strip().splitlines()[-1]
     with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=10) as http:
-        assistant = http.post("/v1/assistants", json=SUPPORT_CONFIG).json()["id"]
+        assistant = http.post("/v1/assistants", json=config or SUPPORT_CONFIG).json()["id"]
 
         def start(message: str) -> dict:
             response = http.post("/v1/agent/conversations", json={"assistant": assistant, "message": message})
