@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from tests.servers import free_port
 
 
-def test_the_snippet_opens_the_widget_chats_and_the_conversation_survives_reloads(browser, demo_shop, screenshots):
+def test_the_snippet_opens_the_widget_chats_and_the_conversation_and_its_draft_survive_reloads(browser, demo_shop, screenshots):
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.goto(demo_shop + "/")
@@ -31,9 +31,11 @@ def test_the_snippet_opens_the_widget_chats_and_the_conversation_survives_reload
     assert seen[0] == "user: Where is my order?", seen
     assert len([line for line in seen if line.startswith("assistant: Your order A-1")]) == 1, seen
     screenshots(page, "embed-open")
+    chat.get_by_label("Message").press_sequentially("half a thought")
 
     page.reload()
     expect(chat.get_by_role("log")).to_contain_text("on its way", timeout=10_000)
+    expect(chat.get_by_label("Message")).to_have_value("half a thought")  # the draft survives the reload too
     page.get_by_role("link", name="Cart (1)").click()
     expect(chat.get_by_role("log")).to_contain_text("on its way", timeout=10_000)
     chat.get_by_label("Message").fill("I want a refund")

@@ -30,6 +30,7 @@
   var OPEN_KEY = "waypoint:open:" + assistant;
   // Only used when the iframe may not use its own storage (third-party storage blocked).
   var KEPT_KEY = "waypoint:conversation:" + assistant;
+  var DRAFT_KEY = "waypoint:draft:" + assistant; // only for a frame denied its own storage
   var Z = "2147483000";
 
   var listeners = {};
@@ -168,8 +169,20 @@
     badge.style.display = unread && !isOpen ? "block" : "none";
   }
 
-  function post(type) {
-    if (iframe && iframe.contentWindow) iframe.contentWindow.postMessage({ source: "waypoint-host", type: type }, widgetOrigin);
+  function post(type, detail) {
+    var message = { source: "waypoint-host", type: type };
+    for (var key in detail || {}) message[key] = detail[key];
+    if (iframe && iframe.contentWindow) iframe.contentWindow.postMessage(message, widgetOrigin);
+  }
+
+  // The draft of a widget frame denied its own storage: kept here, per tab, for its conversation.
+  function keptDraft(conversationId) {
+    try {
+      var kept = JSON.parse(window.sessionStorage.getItem(DRAFT_KEY) || "null");
+      return kept && kept.conversation_id === conversationId ? String(kept.text || "") : "";
+    } catch (e) {
+      return "";
+    }
   }
 
   function open(options) {
@@ -215,6 +228,13 @@
         emit("ready", ready);
       }
       if (isOpen && document.activeElement === iframe) post("open");
+      var draft = data.conversation_id ? keptDraft(data.conversation_id) : "";
+      if (draft) post("draft", { text: draft });
+    } else if (data.type === "draft" && typeof data.conversation_id === "string") {
+      try {
+        if (data.text) window.sessionStorage.setItem(DRAFT_KEY, JSON.stringify({ conversation_id: data.conversation_id, text: String(data.text) }));
+        else window.sessionStorage.removeItem(DRAFT_KEY);
+      } catch (e) { /* storage blocked here too: the draft is simply not kept */ }
     } else if (data.type === "message" && data.message) {
       if (!isOpen && data.message.role === "assistant") {
         unread += 1;

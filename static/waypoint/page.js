@@ -61,10 +61,17 @@
     },
   };
 
-  // What the visitor is typing, kept per tab so that a reload does not lose it.
+  // What the visitor is typing, kept per tab so that a reload does not lose it. A widget frame
+  // denied its storage asks the host page to keep it, which hands it back when the frame is ready.
   const drafts = {
     storage() {
-      try { return window.sessionStorage; } catch (e) { return null; }
+      try {
+        const storage = window.sessionStorage;
+        storage.getItem(DRAFT_PREFIX);
+        return storage;
+      } catch (e) {
+        return null;
+      }
     },
     read(conversation) {
       const storage = drafts.storage();
@@ -72,11 +79,14 @@
     },
     write(conversation, text) {
       const storage = drafts.storage();
+      if (!storage) {
+        toHost("draft", { conversation_id: conversation, text: text });
+        return;
+      }
       try {
-        if (!storage) return;
         if (text) storage.setItem(DRAFT_PREFIX + conversation, text);
         else storage.removeItem(DRAFT_PREFIX + conversation);
-      } catch (e) { /* storage full or blocked: the draft is simply not kept */ }
+      } catch (e) { /* storage full: the draft is simply not kept */ }
     },
   };
 
@@ -102,7 +112,13 @@
     const origin = hostOrigin();
     if (!origin || event.origin !== origin || event.source !== window.parent) return;
     const data = event.data || {};
-    if (data.source === "waypoint-host" && data.type === "open") focusFirstField();
+    if (data.source !== "waypoint-host") return;
+    if (data.type === "open") focusFirstField();
+    const box = document.getElementById("message");
+    if (data.type === "draft" && typeof data.text === "string" && box && !box.value) {
+      box.value = data.text;
+      autosize(box);
+    }
   });
 
   function embedQuery(root) {
