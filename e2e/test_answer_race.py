@@ -65,7 +65,7 @@ def assert_told(loser, winner, accepted: str) -> None:
 
 
 @pytest.mark.parametrize("round_", ROUNDS)
-def test_on_the_page_the_browser_whose_answer_lost_is_told_the_accepted_answer(browser, widget_server, start_conversation, screenshots, round_):
+def test_on_the_page_the_browser_whose_answer_lost_is_told_the_accepted_answer(browser, widget_server, start_conversation, screenshots, accessibility, round_):
     alice, bob = browser.new_context(), browser.new_context()
     page_a = alice.new_page()
     link = start_conversation(page_a, widget_server, "I want a refund")
@@ -81,6 +81,7 @@ def test_on_the_page_the_browser_whose_answer_lost_is_told_the_accepted_answer(b
     assert_told(loser, winner, accepted)
     if round_ == 0:
         screenshots(loser, "race-loser")
+        accessibility(loser)
     alice.close()
     bob.close()
 
@@ -150,7 +151,7 @@ SDK_ANSWER_AT = """([at, decision]) => {
 
 
 @pytest.mark.parametrize("round_", ROUNDS)
-def test_through_the_sdk_the_browser_whose_answer_lost_is_told_the_accepted_answer(browser, widget_server, backend, screenshots, round_):
+def test_through_the_sdk_the_browser_whose_answer_lost_is_told_the_accepted_answer(browser, widget_server, backend, screenshots, accessibility, round_):
     started = backend("I want a refund")
     url = f"{widget_server.url}/static/waypoint/sdk-demo.html?conversation={started['conversation_id']}&token={started['token']}"
     pages = [browser.new_context().new_page() for _ in range(2)]
@@ -175,5 +176,6 @@ def test_through_the_sdk_the_browser_whose_answer_lost_is_told_the_accepted_answ
     expect(winner.locator("#conflict")).to_be_hidden()
     if round_ == 0:
         screenshots(loser, "race-loser-sdk")
+        accessibility(loser)
     for page in pages:
         page.context.close()

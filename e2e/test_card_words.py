@@ -58,12 +58,13 @@ def test_an_approval_reads_in_words_keeps_the_exact_call_under_details_and_deny_
     context.close()
 
 
-def test_a_question_can_be_skipped_and_the_demo_says_so(browser, waypoint_server, screenshots):
+def test_a_question_can_be_skipped_and_the_demo_says_so(browser, waypoint_server, screenshots, accessibility):
     context, page = start_demo(browser, waypoint_server, "I need help")
     card = page.locator("#cards .card.question")
     expect(card).to_contain_text("Which order is this about?", timeout=10_000)
     expect(page.locator("#status")).to_have_text("Waiting for your answer…")
     screenshots(page, "words-question-with-skip")
+    accessibility(page)
 
     # Skip needs no answer: the empty required field does not stop it.
     card.get_by_role("button", name="Skip").click()
@@ -77,11 +78,12 @@ def test_a_question_can_be_skipped_and_the_demo_says_so(browser, waypoint_server
     context.close()
 
 
-def test_a_client_form_can_be_cancelled_and_the_demo_books_nothing(browser, waypoint_server, screenshots):
+def test_a_client_form_can_be_cancelled_and_the_demo_books_nothing(browser, waypoint_server, screenshots, accessibility):
     context, page = start_demo(browser, waypoint_server, "When can you deliver?")
     card = page.locator("#cards .card.client-tool")
     expect(card.get_by_label("Delivery date")).to_be_visible(timeout=10_000)
     screenshots(page, "words-client-form-with-cancel")
+    accessibility(page)
 
     card.get_by_role("button", name="Cancel").click()
 
@@ -144,7 +146,7 @@ def test_a_date_field_honours_its_bounds_in_the_browser_and_on_the_server(browse
     context.close()
 
 
-def test_the_widget_shows_the_same_words_and_declines_the_same_way(browser, waypoint_server, screenshots):
+def test_the_widget_shows_the_same_words_and_declines_the_same_way(browser, waypoint_server, screenshots, accessibility):
     context = browser.new_context(viewport={"width": 375, "height": 800})
     page = context.new_page()
     page.goto(waypoint_server.url + "/")
@@ -168,4 +170,5 @@ def test_the_widget_shows_the_same_words_and_declines_the_same_way(browser, wayp
     expect(page.locator("#transcript .receipt.declined .answer")).to_have_text("Skipped")
     settled(page)
     screenshots(page, "words-widget-declined-receipt")
+    accessibility(page)
     context.close()

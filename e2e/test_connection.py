@@ -55,7 +55,7 @@ def send(page, text: str) -> None:
 
 
 def test_a_dropped_socket_says_reconnecting_polls_with_etags_and_says_online_only_once_it_is_back(
-    browser, widget_server, start_conversation, screenshots
+    browser, widget_server, start_conversation, screenshots, accessibility
 ):
     alice, bob = browser.new_context(), browser.new_context()
     page = alice.new_page()
@@ -72,6 +72,7 @@ def test_a_dropped_socket_says_reconnecting_polls_with_etags_and_says_online_onl
     expect(page.locator("#connection")).to_have_text("Reconnecting…", timeout=10_000)
     expect(page.locator("#status")).to_be_hidden()
     screenshots(page, "reconnecting")
+    accessibility(page)
     other = bob.new_page()
     other.goto(link)
     send(other, "Are you there?")
@@ -90,7 +91,7 @@ def test_a_dropped_socket_says_reconnecting_polls_with_etags_and_says_online_onl
     bob.close()
 
 
-def test_a_send_that_fails_keeps_the_text_and_retry_sends_it(browser, widget_server, start_conversation, screenshots):
+def test_a_send_that_fails_keeps_the_text_and_retry_sends_it(browser, widget_server, start_conversation, screenshots, accessibility):
     context = browser.new_context()
     page = context.new_page()
     start_conversation(page, widget_server, "Hello")
@@ -103,6 +104,7 @@ def test_a_send_that_fails_keeps_the_text_and_retry_sends_it(browser, widget_ser
     expect(page.get_by_label("Message")).to_have_value("Where is my parcel?")
     expect(page.locator("#notices")).to_contain_text("could not reach the server")
     screenshots(page, "send-failed")
+    accessibility(page)
     page.unroute("**/send")
 
     page.get_by_role("button", name="Retry").click()
@@ -114,7 +116,7 @@ def test_a_send_that_fails_keeps_the_text_and_retry_sends_it(browser, widget_ser
 
 
 def test_when_the_server_stops_answering_the_typing_indicator_stops_with_a_message(
-    browser, widget_server, start_conversation, slow_assistant, screenshots
+    browser, widget_server, start_conversation, slow_assistant, screenshots, accessibility
 ):
     context = browser.new_context()
     page = context.new_page()
@@ -129,6 +131,7 @@ def test_when_the_server_stops_answering_the_typing_indicator_stops_with_a_messa
     expect(page.locator("#stalled")).to_contain_text("cannot reach the server")
     expect(page.locator("#typing")).to_be_hidden()
     screenshots(page, "server-not-answering")
+    accessibility(page)
     page.unroute(POLL)
     line.restore()
 
@@ -137,7 +140,7 @@ def test_when_the_server_stops_answering_the_typing_indicator_stops_with_a_messa
     context.close()
 
 
-def test_a_link_that_does_not_work_gets_a_page_that_says_so(browser, widget_server, start_conversation, screenshots):
+def test_a_link_that_does_not_work_gets_a_page_that_says_so(browser, widget_server, start_conversation, screenshots, accessibility):
     context = browser.new_context()
     page = context.new_page()
     link = start_conversation(page, widget_server, "Hello")
@@ -148,4 +151,5 @@ def test_a_link_that_does_not_work_gets_a_page_that_says_so(browser, widget_serv
     expect(page.get_by_role("heading", level=1)).to_have_text("This link is invalid or has expired — start a new conversation")
     expect(page.get_by_role("link", name="Start a new conversation")).to_be_visible()
     screenshots(page, "invalid-link")
+    accessibility(page)
     context.close()

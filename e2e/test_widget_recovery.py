@@ -24,7 +24,7 @@ def crashing_server():
 
 
 def test_a_server_killed_mid_turn_shows_continue_after_the_restart_and_continue_completes_a_new_turn(
-    browser, crashing_server, start_conversation, screenshots
+    browser, crashing_server, start_conversation, screenshots, accessibility
 ):
     context = browser.new_context()
     page = context.new_page()
@@ -48,6 +48,7 @@ def test_a_server_killed_mid_turn_shows_continue_after_the_restart_and_continue_
     expect(card).to_contain_text(re.compile(r"An earlier attempt at \d\d:\d\d UTC was interrupted, and it may already have gone through\."))
     expect(card).to_contain_text("sent again under the same reference")
     screenshots(page, "reattempt-approval")
+    accessibility(page)
     card.get_by_role("button", name="Approve").click()
     expect(page.get_by_role("log")).to_contain_text("Refund issued", timeout=10_000)
     expect(continue_button).to_have_count(0)
