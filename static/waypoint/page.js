@@ -31,15 +31,16 @@
   // In this (the iframe's) origin's localStorage. Browsers that deny storage to third-party frames
   // get the fallback: the host page keeps the record for us (embed.js, asked by postMessage) and
   // hands it back in the fragment of the iframe's URL, which never reaches a server.
-  function ownStorage() {
+  function usableStorage(name) {
     try {
-      const storage = window.localStorage;
-      storage.getItem(STORE_PREFIX);
+      const storage = window[name];
+      storage.getItem(STORE_PREFIX); // a denied frame throws here, not on the property
       return storage;
     } catch (e) {
       return null;
     }
   }
+  function ownStorage() { return usableStorage("localStorage"); }
   const store = {
     read(assistant) {
       const storage = ownStorage();
@@ -64,15 +65,7 @@
   // What the visitor is typing, kept per tab so that a reload does not lose it. A widget frame
   // denied its storage asks the host page to keep it, which hands it back when the frame is ready.
   const drafts = {
-    storage() {
-      try {
-        const storage = window.sessionStorage;
-        storage.getItem(DRAFT_PREFIX);
-        return storage;
-      } catch (e) {
-        return null;
-      }
-    },
+    storage() { return usableStorage("sessionStorage"); },
     read(conversation) {
       const storage = drafts.storage();
       try { return (storage && storage.getItem(DRAFT_PREFIX + conversation)) || ""; } catch (e) { return ""; }
