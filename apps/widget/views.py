@@ -194,7 +194,6 @@ def widget_resume(request: HttpRequest, assistant_id: str) -> HttpResponse:
 # --- the conversation page (link and widget) ----------------------------------------------------
 
 
-
 def _grant(request: HttpRequest, conversation_id: str, permission: str = "view") -> tokens.Grant:
     raw = request.POST.get("token") or request.GET.get("token") or ""
     grant = tokens.resolve(raw) if raw else None
