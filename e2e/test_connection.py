@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 
 import pytest
 from playwright.sync_api import expect
@@ -151,5 +152,20 @@ def test_a_link_that_does_not_work_gets_a_page_that_says_so(browser, widget_serv
     expect(page.get_by_role("heading", level=1)).to_have_text("This link is invalid or has expired — start a new conversation")
     expect(page.get_by_role("link", name="Start a new conversation")).to_be_visible()
     screenshots(page, "invalid-link")
+    accessibility(page)
+    context.close()
+
+
+def test_a_widget_address_whose_assistant_does_not_exist_says_the_chat_is_not_available(browser, widget_server, screenshots,
+                                                                                        accessibility):
+    context = browser.new_context()
+    page = context.new_page()
+
+    response = page.goto(f"{widget_server.url}/w/{uuid.uuid4()}")
+
+    assert response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("This chat is not available")
+    expect(page.get_by_role("link", name="Start a new conversation")).to_have_count(0)
+    screenshots(page, "chat-unavailable")
     accessibility(page)
     context.close()
