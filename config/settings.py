@@ -277,3 +277,6 @@ INSTALLED_APPS += ["apps.people", "apps.workspaces"]
 # Each conversation's files and artifacts live under <this>/<conversation id>/.
 WAYPOINT_WORKSPACE_DIR = Path(env.str("WAYPOINT_WORKSPACE_DIR", default=str(DATA_DIR / "workspaces")))
 WAYPOINT_WORKSPACE_MAX_FILE_BYTES = env.int("WAYPOINT_WORKSPACE_MAX_FILE_BYTES", default=5_000_000)
+
+# --- AG-UI: any AG-UI client drives a conversation (docs/ag-ui.md) -------------------------------
+INSTALLED_APPS += ["apps.agui"]

@@ -1,7 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from apps.agui.views import router as agui_router
+from apps.api.views import api
 from apps.widget import demo_views
+
+# The AG-UI edge is an operation of the v1 API (its credentials, parser, errors and OpenAPI
+# document), while its code stays an edge of its own that knows nothing of the API's.
+api.add_router("/ag-ui", agui_router)
 
 urlpatterns = [
     path("staff/admin/", admin.site.urls),

@@ -109,6 +109,20 @@ def summary(tool: dict[str, Any], arguments: Any) -> str:
     return "".join(out)
 
 
+def card_title(call: dict[str, Any], tool: dict[str, Any]) -> str:
+    """A card's heading in people's words: the question, the tool's summary of the call, a label, its name."""
+    arguments = call["arguments"] if isinstance(call["arguments"], dict) else {}
+    if call["kind"] == "question" and arguments.get("question"):
+        return str(arguments["question"])
+    if worded := summary(tool, arguments):
+        return worded
+    if call["kind"] != "approval" and isinstance(arguments.get("label"), str) and arguments["label"]:
+        return arguments["label"]
+    if tool.get("display_name") or call["kind"] == "approval":
+        return display_name(tool, call["tool"])
+    return tool.get("description") or display_name(tool, call["tool"])
+
+
 def date_bounds(spec: dict[str, Any]) -> tuple[str, str]:
     """The earliest and latest date a date parameter allows (`minimum`/`maximum`, or `min`/`max`), "" for none."""
     if not isinstance(spec, dict) or spec.get("format") != "date":

@@ -96,3 +96,10 @@ class ServiceUnavailable(WaypointError):
     code = "service_unavailable"
     status = 503
     retry_after = 5
+
+
+class RunNotWaiting(WaypointError):
+    """This run is no longer waiting for an answer to that request."""
+
+    code = "run_not_waiting"
+    status = 409

@@ -55,7 +55,7 @@ class TurnDispatched(EventKind):
     run_id: str
     message_id: str = ""
     text: str = ""
-    edge: str = ""  # link | widget | api | staff; every writer names it
+    edge: str = ""  # link | widget | api | staff | ag-ui; every writer names it
     caller: str = ""
     participants: list = field(default_factory=list)
     continuation: bool = False

@@ -151,20 +151,6 @@ def describe_output(output: Any, kind: str = "") -> str:
     return json.dumps(output, sort_keys=True)
 
 
-def _title(call: dict[str, Any], tool: dict[str, Any]) -> str:
-    """A card's heading in people's words: the question, the tool's summary of the call, a label, its name."""
-    arguments = call["arguments"] if isinstance(call["arguments"], dict) else {}
-    if call["kind"] == "question" and arguments.get("question"):
-        return str(arguments["question"])
-    if worded := tools.summary(tool, arguments):
-        return worded
-    if call["kind"] != "approval" and isinstance(arguments.get("label"), str) and arguments["label"]:
-        return arguments["label"]
-    if tool.get("display_name") or call["kind"] == "approval":
-        return tools.display_name(tool, call["tool"])
-    return tool.get("description") or tools.display_name(tool, call["tool"])
-
-
 def progress_line(state: dict[str, Any], tools_by_name: dict[str, dict[str, Any]]) -> str:
     """
     The status line of an active run, as people talk: what is under way or whose turn it is.
@@ -246,7 +232,7 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
         call["arguments_json"] = json.dumps(call["arguments"], sort_keys=True)
         call["answered_by_application"] = tool.get("answered_by") == "application"
-        call["title"] = _title(call, tool)
+        call["title"] = tools.card_title(call, tool)
         call["display_name"] = tools.display_name(tool, call["tool"])
         call["fields"] = form_fields(tool.get("parameters", {}))
         # One field named like the card itself: the heading already says it, the label stays for screen readers.
@@ -259,7 +245,7 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         # Call ids are a run's own: another turn may use the same one.
         call["block"], call["dom_id"] = "receipt", f"receipt-{call['run_id']}-{call['call_id']}"
     for call in [*state["answered_client_actions"], *state["receipts"]]:
-        call["title"] = _title(call, by_name.get(call["tool"], {}))
+        call["title"] = tools.card_title(call, by_name.get(call["tool"], {}))
         call["declined"] = call["output"] == DECLINED
         call["output_text"] = "Expired" if call["status"] == "expired" else describe_output(call["output"], call["kind"])
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
@@ -314,7 +300,7 @@ def conflict_notice(call: dict[str, Any], config: dict[str, Any], *, output: Any
         who = "you, in another window"  # the same link open twice: the other tab's answer came first
     else:
         who = persona_name(answered_by)
-    return {"title": _title(call, tool), "answered_by": who, "output_text": describe_output(output, call["kind"])}
+    return {"title": tools.card_title(call, tool), "answered_by": who, "output_text": describe_output(output, call["kind"])}
 
 
 def answerer(persona: str, *, viewer: str) -> str:

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AgUiConfig(AppConfig):
+    name = "apps.agui"
+    label = "agui"

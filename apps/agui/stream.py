@@ -1,0 +1,148 @@
+"""
+The event stream of one AG-UI request: the conversation's messages, then its run followed from the
+record to its end (or its pause), encoded by the `ag-ui-protocol` package's SSE encoder.
+
+The run does not belong to the stream: it goes on in the runner whether or not anyone listens, so
+a dropped connection loses nothing. The stream reads the log after the position its request wrote
+(or the head, when it wrote nothing), wakes up on the conversation's broadcasts (drafts included)
+and polls the record besides, so a lost push only delays it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ag_ui.core import BaseEvent, RunErrorEvent, RunStartedEvent
+from ag_ui.encoder import EventEncoder
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+
+from apps.agent.state import conversation_state
+from apps.agui import events, queries
+from apps.agui.actions import Plan
+from apps.conversations import broadcast
+from apps.conversations.models import Conversation
+from apps.ledger import store
+from apps.runs.models import WorkflowLog
+
+POLL_SECONDS = 0.5
+ENCODER = EventEncoder()
+
+
+def _opening(plan: Plan) -> dict[str, Any]:
+    """The state the stream starts from, the messages up to its starting position, and the run's entries so far."""
+    conversation = Conversation.objects.select_related("assistant").get(id=plan.conversation_id)
+    state = conversation_state(conversation)
+    after = state["seq"] if plan.after_seq is None else plan.after_seq
+    run_id = plan.run_id or state["run_id"]
+    return {
+        "state": state,
+        "after": after,
+        "run_id": run_id,
+        "tools": {t["name"]: t for t in conversation.assistant.config.get("tools", [])},
+        "messages": events.messages_snapshot([m for m in state["messages"] if m["seq"] <= after],
+                                             queries.client_message_ids(plan.conversation_id)),
+        "before": store.read(plan.conversation_id, turn_id=_turn_of(run_id)) if run_id else [],
+    }
+
+
+def _turn_of(run_id: str) -> str | None:
+    return WorkflowLog.objects.filter(run_id=run_id).values_list("turn_id", flat=True).first()
+
+
+def _poll(conversation_id: str, run_id: str | None, after: int) -> tuple[str, list]:
+    """The run's status, then the entries after `after`: read in this order, a settled status has its entries."""
+    status = WorkflowLog.objects.filter(run_id=run_id).values_list("status", flat=True).first() if run_id else None
+    return status or "completed", store.read(conversation_id, after_seq=after)
+
+
+def _state(conversation_id: str) -> dict[str, Any]:
+    return conversation_state(Conversation.objects.get(id=conversation_id))
+
+
+async def follow(plan: Plan, *, thread_id: str, run_id: str) -> AsyncIterator[str]:
+    """Yield the request's events as SSE text, from `RUN_STARTED` to exactly one `RUN_FINISHED` or `RUN_ERROR`."""
+
+    def sse(event: BaseEvent) -> str:
+        return ENCODER.encode(event)
+
+    yield sse(RunStartedEvent(thread_id=thread_id, run_id=run_id))
+    if plan.error is not None:
+        details = {k: v for k, v in plan.error["details"].items()}
+        yield sse(RunErrorEvent(message=plan.error["message"], code=plan.error["code"],
+                                metadata={"waypoint": details} if details else None))
+        return
+    opening = await sync_to_async(_opening)(plan)
+    yield sse(opening["messages"])
+    followed = opening["run_id"]
+    run = events.RunEvents(run_id=followed or "", tools=opening["tools"])
+    run.seen([e for e in opening["before"] if e.seq <= opening["after"]])
+    state = opening["state"]
+    yield sse(events.state_snapshot(state))
+    shown = (state["run_status"], len(state["progress"]))
+    cursor = opening["after"]
+    async with _wakeups(plan.conversation_id) as wakeups:
+        while True:
+            status, entries = await sync_to_async(_poll)(plan.conversation_id, followed, cursor)
+            for entry in entries:
+                for event in run.feed(entry):
+                    yield sse(event)
+                cursor = entry.seq
+            if status in events.SETTLED:
+                state = await sync_to_async(_state)(plan.conversation_id)
+                for event in run.close():
+                    yield sse(event)
+                yield sse(events.state_snapshot(state))
+                yield sse(events.run_ended(thread_id=thread_id, run_id=run_id, state=state, tools=opening["tools"]))
+                return
+            if entries:
+                state = await sync_to_async(_state)(plan.conversation_id)
+                if (state["run_status"], len(state["progress"])) != shown:
+                    shown = (state["run_status"], len(state["progress"]))
+                    yield sse(events.state_snapshot(state))
+            for draft in await wakeups(POLL_SECONDS):
+                if draft.get("run_id") == followed and draft.get("after_seq", 0) >= cursor:
+                    for event in run.draft(draft["text"]):
+                        yield sse(event)
+
+
+@contextlib.asynccontextmanager
+async def _wakeups(conversation_id: str):
+    """
+    A wait for the conversation's next broadcast (or a timeout); it returns the drafts that came.
+
+    Without a channel layer it is a plain sleep: the record is polled all the same.
+    """
+    layer = get_channel_layer()
+    channel = None
+    if layer is not None:
+        broadcast.serving_on(asyncio.get_running_loop())
+        channel = await layer.new_channel("agui.")
+        await layer.group_add(broadcast.group_name(conversation_id), channel)
+
+    async def wait(seconds: float) -> list[dict[str, Any]]:
+        if channel is None:
+            await asyncio.sleep(seconds)
+            return []
+        drafts = []
+        try:
+            message = await asyncio.wait_for(layer.receive(channel), seconds)
+        except TimeoutError:
+            return []
+        while True:
+            if message.get("type") == "draft.changed":
+                drafts.append(message)
+            try:
+                message = await asyncio.wait_for(layer.receive(channel), 0.001)
+            except TimeoutError:
+                return drafts
+
+    try:
+        yield wait
+    finally:
+        if channel is not None:
+            with contextlib.suppress(Exception):
+                await layer.group_discard(broadcast.group_name(conversation_id), channel)

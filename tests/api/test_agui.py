@@ -1,0 +1,219 @@
+"""POST /v1/ag-ui/{assistant_id}: AG-UI runs on durable conversations, through Django's test client (inline runner)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from asgiref.sync import async_to_sync
+
+from tests.api.conftest import Api
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+
+ASK = {"match": "colour", "steps": [{"call": "ask_question", "arguments": {"question": "Which colour?"}},
+                                    {"say": "Painting it {result}."}]}
+
+
+async def _read(stream) -> bytes:
+    return b"".join([chunk async for chunk in stream])
+
+
+def events_of(response) -> list[dict]:
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/event-stream")
+    body = async_to_sync(_read)(response.streaming_content).decode()
+    return [json.loads(block.removeprefix("data: ")) for block in body.split("\n\n") if block.strip()]
+
+
+def types(events: list[dict]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+class Thread:
+    """One AG-UI thread as a client keeps it: its messages, sent again with every request."""
+
+    def __init__(self, api: Api, assistant: str, thread_id: str | None = None):
+        self.api, self.assistant = api, assistant
+        self.thread_id = thread_id or f"thread-{uuid.uuid4().hex[:12]}"
+        self.messages: list[dict] = []
+
+    def send(self, text: str | None = None, *, resume: list | None = None, extra: list | None = None, message_id=None):
+        if text is not None:
+            self.messages.append({"id": message_id or f"m-{uuid.uuid4().hex[:10]}", "role": "user", "content": text})
+        self.messages += extra or []
+        return self.post({"threadId": self.thread_id, "runId": f"r-{uuid.uuid4().hex[:8]}", "messages": self.messages,
+                          "tools": [], "context": [], "state": {}, "forwardedProps": {},
+                          **({"resume": resume} if resume else {})})
+
+    def post(self, body: dict):
+        return self.api.post(f"/v1/ag-ui/{self.assistant}", body)
+
+
+@pytest.fixture
+def assistant(api: Api) -> str:
+    from tests.conftest import SUPPORT_CONFIG
+
+    model = {**SUPPORT_CONFIG["model"], "rules": [*SUPPORT_CONFIG["model"]["rules"], ASK]}
+    return api.create_assistant(model=model)
+
+
+class TestPlainText:
+    def test_a_new_thread_starts_a_conversation_and_streams_the_reply(self, api, assistant):
+        thread = Thread(api, assistant)
+
+        events = events_of(thread.send("hello there"))
+
+        assert types(events)[0] == "RUN_STARTED" and types(events)[-1] == "RUN_FINISHED"
+        assert events[0]["threadId"] == thread.thread_id
+        text = [e for e in events if e["type"].startswith("TEXT_MESSAGE")]
+        assert types(text) == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]
+        assert text[1]["delta"] == "You said: hello there"
+        state = [e for e in events if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]
+        assert state["run_status"] == "completed" and state["control"]["mode"] == "agent"
+        assert api.state(state["conversation_id"])["messages"][-1]["text"] == "You said: hello there"
+
+    def test_the_turn_is_recorded_with_edge_ag_ui(self, api, assistant):
+        from apps.ledger import store
+
+        events = events_of(Thread(api, assistant).send("hello"))
+
+        cid = [e for e in events if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
+        dispatched = [e for e in store.read(cid) if e.kind == "turn_dispatched"]
+        assert [e.payload["edge"] for e in dispatched] == ["ag-ui"]
+
+    def test_a_retried_request_makes_no_second_turn(self, api, assistant):
+        thread = Thread(api, assistant)
+        first = thread.send("hello", message_id="m-1")
+        cid = [e for e in events_of(first) if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
+
+        again = events_of(thread.send())
+
+        assert types(again)[0:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+        assert [m["id"] for m in again[1]["messages"] if m["role"] == "user"] == ["m-1"]
+        assert api.state(cid)["message_count"] == 2
+
+    def test_a_conversation_id_is_a_thread_and_a_second_message_continues_it(self, api, assistant):
+        started = api.start("hello", assistant=assistant)
+        thread = Thread(api, assistant, thread_id=started["conversation_id"])
+
+        events = events_of(thread.send("and again"))
+
+        assert [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["You said: and again"]
+        assert [m["text"] for m in api.state(started["conversation_id"])["messages"]] == [
+            "hello", "You said: hello", "and again", "You said: and again"]
+
+    def test_server_tools_appear_as_tool_calls_with_results_and_steps(self, api, assistant):
+        thread = Thread(api, assistant)
+
+        events = events_of(thread.send("refund please"))
+
+        calls = [e for e in events if e["type"].startswith("TOOL_CALL")]
+        assert types(calls)[:4] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+        assert calls[0]["toolCallName"] == "lookup_order"
+        assert calls[0]["metadata"]["waypoint"]["displayName"] == "Lookup order"
+        assert json.loads(calls[3]["content"]) == {"order_id": "A-1"}
+        steps = [e["stepName"] for e in events if e["type"] == "STEP_STARTED"]
+        assert steps[0] == "Model round 1"
+
+
+class TestInterrupts:
+    def test_an_approval_ends_the_run_with_an_interrupt_and_resume_approves_it(self, api, assistant):
+        thread = Thread(api, assistant)
+
+        paused = events_of(thread.send("refund please"))
+
+        finished = paused[-1]
+        assert finished["type"] == "RUN_FINISHED" and finished["outcome"]["type"] == "interrupt"
+        [interrupt] = finished["outcome"]["interrupts"]
+        assert interrupt["reason"] == "approval" and interrupt["message"] == "Issue refund"
+        run_id, call_id = interrupt["id"].split(":")
+        assert interrupt["toolCallId"] == call_id
+        assert interrupt["responseSchema"]["properties"]["reviewed"]["properties"]["arguments"]["const"] == {
+            "order_id": "A-1", "amount": 20}
+
+        payload = {"decision": "approve", "reviewed": {"tool": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}}}
+        resumed = events_of(thread.send(resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]))
+
+        assert resumed[-1]["type"] == "RUN_FINISHED" and resumed[-1].get("outcome", {}).get("type", "success") == "success"
+        assert [e["delta"] for e in resumed if e["type"] == "TEXT_MESSAGE_CONTENT"][-1].startswith("Refund issued for")
+
+    def test_a_different_second_answer_is_a_run_error_and_changes_nothing(self, api, assistant):
+        thread = Thread(api, assistant)
+        [interrupt] = events_of(thread.send("refund please"))[-1]["outcome"]["interrupts"]
+        reviewed = {"tool": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}}
+        events_of(thread.send(resume=[{"interruptId": interrupt["id"], "status": "resolved",
+                                       "payload": {"decision": "approve", "reviewed": reviewed}}]))
+        cid = interrupt["id"]
+
+        conflict = events_of(thread.send(resume=[{"interruptId": interrupt["id"], "status": "resolved",
+                                                  "payload": {"decision": "deny", "reviewed": reviewed}}]))
+
+        assert types(conflict) == ["RUN_STARTED", "RUN_ERROR"]
+        assert conflict[1]["code"] == "action_result_conflict"
+        assert cid
+
+    def test_a_question_is_an_interrupt_answered_by_resume(self, api, assistant):
+        thread = Thread(api, assistant)
+
+        [interrupt] = events_of(thread.send("what colour?"))[-1]["outcome"]["interrupts"]
+        resumed = events_of(thread.send(resume=[{"interruptId": interrupt["id"], "status": "resolved",
+                                                 "payload": {"answer": "blue"}}]))
+
+        assert interrupt["reason"] == "question" and interrupt["message"] == "Which colour?"
+        assert [e["delta"] for e in resumed if e["type"] == "TEXT_MESSAGE_CONTENT"] == ['Painting it {"answer": "blue"}.']
+
+    def test_a_client_tool_is_a_frontend_tool_call_answered_by_a_tool_message(self, api, assistant):
+        thread = Thread(api, assistant)
+
+        paused = events_of(thread.send("when can you deliver?"))
+        call_id = paused[-1]["outcome"]["pendingToolCallIds"][0]
+        answer = {"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": json.dumps({"label": "2026-12-24"})}
+        resumed = events_of(thread.send(extra=[answer]))
+
+        assert paused[-1]["outcome"]["type"] == "success"
+        assert any(e["type"] == "TOOL_CALL_START" and e["toolCallId"] == call_id and e["toolCallName"] == "pick_date"
+                   for e in paused)
+        assert [e["delta"] for e in resumed if e["type"] == "TEXT_MESSAGE_CONTENT"] == ['Booked for {"label": "2026-12-24"}.']
+
+
+class TestBadInput:
+    def test_a_malformed_input_is_422_in_the_error_shape(self, api, assistant):
+        response = Thread(api, assistant).post({"threadId": "t", "runId": "r", "messages": [{"role": "user"}]})
+
+        assert response.status_code == 422
+        assert response.json()["error"]["code"] == "invalid_request"
+
+    def test_an_unknown_interrupt_id_is_404_and_writes_nothing(self, api, assistant):
+        thread = Thread(api, assistant)
+        events_of(thread.send("refund please"))
+
+        response = thread.send(resume=[{"interruptId": "run_x:call_1_2", "status": "resolved", "payload": {}}])
+
+        assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+    def test_an_unknown_assistant_is_404(self, api):
+        response = Thread(api, str(uuid.uuid4())).send("hello")
+
+        assert response.status_code == 404
+
+    def test_a_token_for_another_conversation_gets_404(self, api, assistant):
+        mine = api.start("hello", assistant=assistant)
+        other = api.start("hello", assistant=assistant)
+
+        response = Thread(api.as_(mine["token"]), assistant, thread_id=other["conversation_id"]).send("hi")
+
+        assert response.status_code == 404
+
+    def test_a_token_drives_its_own_conversation(self, api, assistant):
+        mine = api.start("hello", assistant=assistant)
+
+        events = events_of(Thread(api.as_(mine["token"]), assistant, thread_id=mine["conversation_id"]).send("hi"))
+
+        assert [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["You said: hi"]
+
+    def test_no_credential_is_401(self, api, assistant):
+        response = Thread(api.as_(None), assistant).send("hello")
+
+        assert response.status_code == 401
