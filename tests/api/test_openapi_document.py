@@ -38,3 +38,11 @@ def test_a_whole_number_written_as_7_0_is_a_seq_and_a_numeric_string_is_not(api:
 
     assert api.post(path, {"message": "text seq", "expected_seq": str(head)}).status_code == 422
     assert api.post(path, {"message": "float seq", "expected_seq": float(head)}).status_code == 202
+
+
+def test_the_ag_ui_endpoint_is_listed_with_its_event_stream(api: Api):
+    operation = api.get("/v1/openapi.json").json()["paths"]["/v1/ag-ui/{assistant_id}"]["post"]
+
+    assert "text/event-stream" in operation["responses"]["200"]["content"]
+    assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/RunAgentInputIn")
+    assert operation["responses"]["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorOut")
