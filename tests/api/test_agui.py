@@ -217,3 +217,76 @@ class TestBadInput:
         response = Thread(api.as_(None), assistant).send("hello")
 
         assert response.status_code == 401
+
+    def test_a_resume_for_a_run_that_no_longer_waits_is_409_and_changes_nothing(self, api):
+        from datetime import timedelta
+
+        from apps.agent import runner
+        from tests.conftest import SUPPORT_CONFIG
+
+        both = {"match": "both", "steps": [{"calls": [{"call": "pick_date", "arguments": {"label": "Day"}},
+                                                      {"call": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}}]}]}
+        model = {**SUPPORT_CONFIG["model"], "rules": [both]}
+        assistant = api.create_assistant(mode="simple", model=model)
+        thread = Thread(api, assistant)
+        [interrupt] = events_of(thread.send("both please"))[-1]["outcome"]["interrupts"]
+        runner.expire_simple_runs(now=runner.timezone.now() + timedelta(minutes=16))
+        reviewed = {"tool": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}}
+
+        response = thread.send(resume=[{"interruptId": interrupt["id"], "status": "resolved",
+                                        "payload": {"decision": "approve", "reviewed": reviewed}}])
+
+        assert response.status_code == 409 and response.json()["error"]["code"] == "run_expired"
+        after = events_of(thread.send())
+        assert after[-1]["type"] == "RUN_ERROR" and after[-1]["code"] == "run_expired"
+
+    def test_a_tool_message_that_is_not_json_is_422_and_the_call_stays_pending(self, api, assistant):
+        thread = Thread(api, assistant)
+        paused = events_of(thread.send("when can you deliver?"))
+        call_id = paused[-1]["outcome"]["pendingToolCallIds"][0]
+
+        response = thread.send(extra=[{"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": "not json"}])
+
+        assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_request"
+        cid = [e for e in paused if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
+        assert [c["call_id"] for c in api.state(cid)["pending_client_actions"]] == [call_id]
+
+    def test_a_malformed_first_request_starts_no_conversation(self, api, assistant):
+        from apps.conversations.models import Conversation
+
+        before = Conversation.objects.count()
+
+        response = Thread(api, assistant).post({"threadId": "t-new", "runId": "r", "messages": [
+            {"id": "m-1", "role": "user", "content": "   "}]})
+
+        assert response.status_code == 422
+        assert Conversation.objects.count() == before
+
+    def test_a_new_message_while_the_run_waits_is_409_turn_conflict(self, api, assistant):
+        thread = Thread(api, assistant)
+        events_of(thread.send("refund please"))
+
+        response = thread.send("hello?")
+
+        assert response.status_code == 409 and response.json()["error"]["code"] == "turn_conflict"
+
+
+class TestDurableResume:
+    def test_a_request_with_nothing_new_on_a_paused_run_gets_its_interrupt_again(self, api, assistant):
+        thread = Thread(api, assistant)
+        first = events_of(thread.send("refund please"))
+
+        again = events_of(thread.send())
+
+        assert types(again)[:3] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT"]
+        assert again[-1]["outcome"]["interrupts"] == first[-1]["outcome"]["interrupts"]
+
+    def test_a_cancelled_question_is_declined_and_the_run_goes_on(self, api, assistant):
+        thread = Thread(api, assistant)
+        [interrupt] = events_of(thread.send("what colour?"))[-1]["outcome"]["interrupts"]
+
+        resumed = events_of(thread.send(resume=[{"interruptId": interrupt["id"], "status": "cancelled"}]))
+
+        assert resumed[-1]["type"] == "RUN_FINISHED"
+        cid = [e for e in resumed if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
+        assert api.state(cid)["answered_client_actions"][0]["output"] == {"declined": True}
