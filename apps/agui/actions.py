@@ -11,7 +11,7 @@ the stream (`RUN_ERROR`), as the protocol has a run for it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -41,7 +41,6 @@ class Plan:
     run_id: str | None
     after_seq: int | None  # None: from the head the stream starts at (nothing new was written)
     error: dict[str, Any] | None = None  # {"code", "message", "details"} for RUN_ERROR
-    answered: list[str] = field(default_factory=list)
 
 
 def check_input(body: dict[str, Any]) -> RunAgentInput:
@@ -113,7 +112,7 @@ def take(*, given: RunAgentInput, assistant: Assistant, principal: Any, now: dat
             return Plan(cid, run_id, None, error={"code": exc.code, "message": exc.message, "details": exc.details})
         seqs = ToolUsageLog.objects.filter(run_id=run_id, call_id__in=[r["call_id"] for r in results]).values_list(
             "accepted_seq", flat=True)
-        plan = Plan(cid, run_id, min(s for s in seqs if s is not None), answered=[r["call_id"] for r in results])
+        plan = Plan(cid, run_id, min(s for s in seqs if s is not None))
     if message is not None:
         started = actions.start_turn(
             conversation_id=cid, message=_text(message.content), persona=persona, edge=EDGE, now=now,
