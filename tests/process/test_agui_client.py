@@ -192,3 +192,24 @@ def test_after_a_kill_9_recovery_finishes_the_run_and_the_next_request_sees_it(t
     finally:
         server.kill()
         database.drop()
+
+
+def test_two_identical_first_requests_at_once_start_one_conversation_and_one_turn(lab: Lab):
+    from concurrent.futures import ThreadPoolExecutor
+
+    thread = f"thread-{uuid.uuid4().hex[:8]}"
+    body = {"threadId": thread, "runId": "r-1", "messages": [{"id": "m-1", "role": "user", "content": "hello twins"}]}
+
+    def post() -> list[dict]:
+        with lab.http() as http, http.stream("POST", f"/v1/ag-ui/{lab.assistant}", json=body) as response:
+            assert response.status_code == 200, response.read()
+            return read_events(response)
+
+    with ThreadPoolExecutor(2) as pool:
+        both = list(pool.map(lambda _: post(), range(2)))
+
+    conversations = {[e for e in events if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"] for events in both}
+    assert len(conversations) == 1
+    assert all(events[-1]["type"] == "RUN_FINISHED" for events in both)
+    kinds = [e["kind"] for e in Rows(lab.server.database.url).events(conversations.pop())]
+    assert kinds.count("turn_dispatched") == 1 and kinds.count("turn_complete") == 1
