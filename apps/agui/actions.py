@@ -26,7 +26,7 @@ from apps.agui import queries
 from apps.agui.events import parse_interrupt_id
 from apps.agui.models import Thread
 from apps.conversations.actions import CONTROL_CHARACTERS, Idempotency, check_message
-from apps.conversations.errors import ActionResultConflict, BadInput, NotFound, RunNotWaiting
+from apps.conversations.errors import ActionResultConflict, BadInput, NotFound, RunNotWaiting, TurnConflict
 from apps.runs.models import ToolUsageLog, WorkflowLog
 
 EDGE = queries.EDGE
@@ -89,7 +89,7 @@ def take(*, given: RunAgentInput, assistant: Assistant, principal: Any, now: dat
         or an interrupt id Waypoint never gave out for this thread
     :raises RunNotWaiting: a resume for a request its run no longer waits for
     :raises BadInput: an empty message, a tool message whose content is not JSON text, a resume without payload
-    :raises TurnConflict: a new message while the thread's run is still going
+    :raises TurnConflict: a new message while the thread's run is still going, or beside answers to it
     """
     conversation = queries.thread_conversation(given.thread_id, assistant)
     if principal.conversation_id is not None and (conversation is None or str(conversation.id) != principal.conversation_id):
@@ -103,6 +103,10 @@ def take(*, given: RunAgentInput, assistant: Assistant, principal: Any, now: dat
     answers = _answers(cid, given)
     if message is not None:
         check_message(_text(message.content))
+        if answers:
+            # The answers resume the run, which then holds the conversation: the message would be
+            # refused after the answers were written, and the request left half done.
+            raise TurnConflict("this request answers the run and sends a new message: send the message once the run has finished")
     plan = Plan(cid, None, None)
     for run_id, results in answers.items():
         try:
