@@ -10,6 +10,7 @@ the stream (`RUN_ERROR`), as the protocol has a run for it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -134,7 +135,9 @@ def _forwarded_persona(forwarded: Any) -> str | None:
 def _idempotency(thread_id: str, message: UserMessage) -> Idempotency:
     # Per (thread, message id): the record keeps the key on the turn, so a retried request, or a
     # later one that repeats the message, finds it and starts no second turn.
-    return Idempotency(scope=f"{EDGE}:{thread_id}", key=message.id,
+    # The thread's digest, not the thread: a thread id may be as long as a scope may be.
+    scope = f"{EDGE}:{hashlib.sha256(thread_id.encode()).hexdigest()}"
+    return Idempotency(scope=scope, key=message.id,
                        request={"operation": EDGE, "message": _text(message.content)})
 
 

@@ -94,6 +94,14 @@ class TestPlainText:
         assert [m["id"] for m in again[1]["messages"] if m["role"] == "user"] == ["m-1"]
         assert api.state(cid)["message_count"] == 2
 
+    def test_a_thread_id_of_200_characters_is_kept(self, api, assistant):
+        thread = Thread(api, assistant, thread_id="t" * 200)
+
+        events_of(thread.send("hello"))
+        again = events_of(thread.send("and again"))
+
+        assert [m["content"] for m in again[1]["messages"]] == ["hello", "You said: hello", "and again"]
+
     def test_a_conversation_id_is_a_thread_and_a_second_message_continues_it(self, api, assistant):
         started = api.start("hello", assistant=assistant)
         thread = Thread(api, assistant, thread_id=started["conversation_id"])
