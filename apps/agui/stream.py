@@ -19,6 +19,7 @@ from ag_ui.core import BaseEvent, RunErrorEvent, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.db import connection
 
 from apps.agent.state import conversation_state
 from apps.agui import events, queries
@@ -30,6 +31,23 @@ from apps.runs.models import WorkflowLog
 
 POLL_SECONDS = 0.5
 ENCODER = EventEncoder()
+
+
+def _read(function):
+    """
+    Run one read of the stream in a worker thread, and give its database connection back after it.
+
+    A stream lives as long as its run: holding a pooled connection between polls, a few dozen
+    followers would starve every other request of connections.
+    """
+
+    def read(*args: Any) -> Any:
+        try:
+            return function(*args)
+        finally:
+            connection.close()
+
+    return sync_to_async(read)
 
 
 def _opening(plan: Plan) -> dict[str, Any]:
@@ -75,7 +93,7 @@ async def follow(plan: Plan, *, thread_id: str, run_id: str) -> AsyncIterator[st
         yield sse(RunErrorEvent(message=plan.error["message"], code=plan.error["code"],
                                 metadata={"waypoint": details} if details else None))
         return
-    opening = await sync_to_async(_opening)(plan)
+    opening = await _read(_opening)(plan)
     yield sse(opening["messages"])
     followed = opening["run_id"]
     run = events.RunEvents(run_id=followed or "", tools=opening["tools"])
@@ -86,20 +104,20 @@ async def follow(plan: Plan, *, thread_id: str, run_id: str) -> AsyncIterator[st
     cursor = opening["after"]
     async with _wakeups(plan.conversation_id) as wakeups:
         while True:
-            status, entries = await sync_to_async(_poll)(plan.conversation_id, followed, cursor)
+            status, entries = await _read(_poll)(plan.conversation_id, followed, cursor)
             for entry in entries:
                 for event in run.feed(entry):
                     yield sse(event)
                 cursor = entry.seq
             if status in events.SETTLED:
-                state = await sync_to_async(_state)(plan.conversation_id)
+                state = await _read(_state)(plan.conversation_id)
                 for event in run.close():
                     yield sse(event)
                 yield sse(events.state_snapshot(state))
                 yield sse(events.run_ended(thread_id=thread_id, run_id=run_id, state=state, tools=opening["tools"]))
                 return
             if entries:
-                state = await sync_to_async(_state)(plan.conversation_id)
+                state = await _read(_state)(plan.conversation_id)
                 if (state["run_status"], len(state["progress"])) != shown:
                     shown = (state["run_status"], len(state["progress"]))
                     yield sse(events.state_snapshot(state))
