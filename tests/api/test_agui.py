@@ -278,6 +278,19 @@ class TestBadInput:
 
         assert response.status_code == 409 and response.json()["error"]["code"] == "turn_conflict"
 
+    def test_a_new_message_beside_an_answer_is_409_and_writes_neither(self, api, assistant):
+        thread = Thread(api, assistant)
+        paused = events_of(thread.send("when can you deliver?"))
+        call_id = paused[-1]["outcome"]["pendingToolCallIds"][0]
+        answer = {"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": json.dumps({"label": "2026-12-24"})}
+
+        response = thread.send("and one more thing", extra=[answer])
+
+        assert response.status_code == 409 and response.json()["error"]["code"] == "turn_conflict"
+        cid = [e for e in paused if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
+        state = api.state(cid)
+        assert [c["call_id"] for c in state["pending_client_actions"]] == [call_id] and state["message_count"] == 1
+
 
 class TestDurableResume:
     def test_a_request_with_nothing_new_on_a_paused_run_gets_its_interrupt_again(self, api, assistant):
@@ -298,16 +311,3 @@ class TestDurableResume:
         assert resumed[-1]["type"] == "RUN_FINISHED"
         cid = [e for e in resumed if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
         assert api.state(cid)["answered_client_actions"][0]["output"] == {"declined": True}
-
-    def test_a_new_message_beside_an_answer_is_409_and_writes_neither(self, api, assistant):
-        thread = Thread(api, assistant)
-        paused = events_of(thread.send("when can you deliver?"))
-        call_id = paused[-1]["outcome"]["pendingToolCallIds"][0]
-        answer = {"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": json.dumps({"label": "2026-12-24"})}
-
-        response = thread.send("and one more thing", extra=[answer])
-
-        assert response.status_code == 409 and response.json()["error"]["code"] == "turn_conflict"
-        cid = [e for e in paused if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
-        state = api.state(cid)
-        assert [c["call_id"] for c in state["pending_client_actions"]] == [call_id] and state["message_count"] == 1
