@@ -213,3 +213,26 @@ def test_two_identical_first_requests_at_once_start_one_conversation_and_one_tur
     assert all(events[-1]["type"] == "RUN_FINISHED" for events in both)
     kinds = [e["kind"] for e in Rows(lab.server.database.url).events(conversations.pop())]
     assert kinds.count("turn_dispatched") == 1 and kinds.count("turn_complete") == 1
+
+
+def test_a_second_server_follows_a_run_another_server_drives_to_its_end(lab: Lab):
+    other = DaphneServer(lab.server.database).start()
+    try:
+        thread = f"thread-{uuid.uuid4().hex[:8]}"
+        body = {"threadId": thread, "runId": "r-1", "messages": [{"id": "m-1", "role": "user", "content": "check slowly"}]}
+        headers = {"Authorization": f"Bearer {lab.key}"}
+        with httpx.stream("POST", f"{lab.server.url}/v1/ag-ui/{lab.assistant}", json=body, headers=headers, timeout=30) as first:
+            for line in first.iter_lines():
+                if '"STEP_STARTED"' in line and "Careful check" in line:
+                    break
+
+        with httpx.stream("POST", f"{other.url}/v1/ag-ui/{lab.assistant}", json={**body, "runId": "r-2"}, headers=headers,
+                          timeout=60) as response:
+            events = read_events(response)
+
+        kinds = [e["type"] for e in events]
+        assert kinds[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"] and kinds[-1] == "RUN_FINISHED"
+        assert "TOOL_CALL_RESULT" in kinds
+        assert [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["Checked twice."]
+    finally:
+        other.kill()
