@@ -251,7 +251,9 @@ def run_ended(*, thread_id: str, run_id: str, state: dict[str, Any], tools: dict
         interrupts = [
             Interrupt(id=interrupt_id(state["run_id"], call["call_id"]), reason=call["kind"],
                       message=tool_words.card_title(call, tools.get(call["tool"], {})), tool_call_id=call["call_id"],
-                      response_schema=response_schema(call))
+                      response_schema=response_schema(call),
+                      # A re-attempt's card says an earlier attempt may already have gone through.
+                      metadata={"waypoint": {"reattempt_of": call["reattempt_of"]}} if call.get("reattempt_of") else None)
             for call in asked
         ]
         return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=RunFinishedInterruptOutcome(interrupts=interrupts))

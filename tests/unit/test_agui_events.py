@@ -98,6 +98,16 @@ class TestRunEnded:
         assert (interrupt.id, interrupt.reason, interrupt.tool_call_id) == ("run_1:call_1_2", "approval", "call_1_2")
         assert interrupt.message == "Looking up order A-1"
         assert interrupt.response_schema["properties"]["reviewed"]["properties"]["tool"] == {"const": "lookup_order"}
+        assert interrupt.metadata is None
+
+    def test_a_re_attempts_interrupt_names_the_earlier_attempt(self):
+        earlier = {"turn_id": "turn_0", "call_id": "call_1_1", "attempted_at": "2026-12-01T10:00:00+00:00"}
+        call = {"call_id": "call_1_2", "kind": "approval", "tool": "lookup_order", "arguments": {}, "reattempt_of": earlier}
+
+        ended = events.run_ended(thread_id="t", run_id="r", state=state(run_status="waiting", pending_client_actions=[call]),
+                                 tools=TOOLS)
+
+        assert ended.outcome.interrupts[0].metadata == {"waypoint": {"reattempt_of": earlier}}
 
     def test_a_client_tool_only_finishes_with_its_pending_tool_call_id(self):
         call = {"call_id": "call_1_1", "kind": "client_tool", "tool": "pick_date", "arguments": {}}
