@@ -106,7 +106,10 @@
     if (!origin || event.origin !== origin || event.source !== window.parent) return;
     const data = event.data || {};
     if (data.source !== "waypoint-host") return;
-    if (data.type === "open") focusFirstField();
+    if (data.type === "open") {
+      focusFirstField();
+      document.dispatchEvent(new CustomEvent("waypoint:shown"));
+    }
     const box = document.getElementById("message");
     if (data.type === "draft" && typeof data.text === "string" && box && !box.value) {
       box.value = data.text;
@@ -132,9 +135,15 @@
     document.documentElement.style.setProperty("--brand-fg", onWhite >= onBlack ? "#ffffff" : "#111111");
   }
 
-  function focusFirstField() {
+  function focusFirstField(since = performance.now()) {
     const field = document.querySelector("#cards input:not([type=hidden]), #message");
-    if (field && !field.disabled) field.focus({ preventScroll: true });
+    if (!field || field.disabled) return;
+    field.focus({ preventScroll: true });
+    // The host has only just shown the frame: until the frame is laid out at its new size, nothing in it
+    // takes the focus, and the visitor's first keys would go nowhere. Try again each frame, briefly.
+    if (document.activeElement !== field && performance.now() - since < 1000) {
+      requestAnimationFrame(() => focusFirstField(since));
+    }
   }
 
   // --- keyboard and composer --------------------------------------------------------------------
@@ -144,6 +153,20 @@
       return;
     }
     const target = event.target;
+    // Keys typed into the frame before anything in it has the focus are meant for the message box:
+    // focused during the keydown, it receives the character. Just shown by the host, the frame may not
+    // be laid out yet and the box not take the focus; then the character is added to it here.
+    const box = document.getElementById("message");
+    if (hostOrigin() && target === document.body && box && !box.disabled && event.key.length === 1
+        && !event.ctrlKey && !event.metaKey && !event.altKey && !event.isComposing) {
+      box.focus({ preventScroll: true });
+      if (document.activeElement !== box) {
+        event.preventDefault();
+        box.value += event.key;
+        box.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+      return;
+    }
     if (target && target.id === "message" && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       const button = target.form && target.form.querySelector(".send-button");
@@ -240,9 +263,24 @@
     function scrollToEnd() { body.scrollTop = body.scrollHeight; }
     function showNewMessages(show) { newMessages.hidden = !show; }
     body.addEventListener("scroll", () => {
+      // A frame the host keeps hidden has no height: its scroll position says nothing of the reader.
+      if (!body.clientHeight) return;
       stickToBottom = nearBottom();
       if (stickToBottom) showNewMessages(false);
     }, { passive: true });
+    // A soft keyboard shrinks the transcript's area: a reader at the end stays there.
+    new ResizeObserver(() => { if (body.clientHeight && stickToBottom) scrollToEnd(); }).observe(body);
+    // Hidden by the host, the frame lays nothing out and its scroll position falls to the top; replies that
+    // came in meanwhile are below. Shown again, a reader who was at the end is taken to the newest.
+    function revealEnd(since) {
+      if (!body.clientHeight) {
+        if (performance.now() - since < 2000) requestAnimationFrame(() => revealEnd(since));
+        return;
+      }
+      if (stickToBottom) scrollToEnd();
+      else if (!nearBottom()) showNewMessages(true);
+    }
+    document.addEventListener("waypoint:shown", () => requestAnimationFrame(() => revealEnd(performance.now())));
     newMessages.addEventListener("click", () => {
       stickToBottom = true;
       scrollToEnd();
