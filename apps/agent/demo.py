@@ -83,7 +83,8 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
                 "kind": "client",
                 "description": "Ask the customer for a delivery date",
                 "display_name": "Delivery date",
-                "parameters": {"type": "object", "properties": {"date": {"type": "string", "format": "date", "title": "Delivery date"}}},
+                "parameters": {"type": "object", "properties": {"date": {"type": "string", "format": "date", "title": "Delivery date",
+                                                     "minimum": "today"}}},
             },
         ],
     }

@@ -11,6 +11,7 @@ from apps.agent.models import Assistant
 from apps.agent.providers import ModelRequest, provider_for
 from apps.agent.state import conversation_state
 from apps.conversations import queries
+from apps.conversations.errors import BadInput
 from apps.ledger import store
 from apps.ledger.replay import replay
 from tests.core.logs import answer, approve, turn
@@ -123,6 +124,15 @@ class TestTheDemoTellsTheTruth:
 
         assert texts == ["Your order A-1 is on its way.", "Booked for 2026-12-24.", "Thanks, I will look into order A-1."]
         assert not any("{" in text for text in texts)
+
+    def test_a_delivery_date_in_the_past_is_refused(self, settings, clock):
+        cid = demo_conversation(settings, clock, "When can you deliver?")
+
+        with pytest.raises(BadInput, match="Delivery date must be today or later"):
+            answer(cid, {"date": "2001-01-01"}, clock)
+
+        [call] = conversation_state(queries.conversation_for(cid))["pending_client_actions"]
+        assert call["tool"] == "pick_date"
 
     def test_a_branched_conversation_replays_and_the_model_answers_the_same_from_its_history(self, settings, clock):
         cid = demo_conversation(settings, clock, "I want a refund")
