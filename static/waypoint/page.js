@@ -182,7 +182,29 @@
 
   document.addEventListener("click", (event) => {
     if (event.target.closest && event.target.closest("[data-close-widget]")) toHost("close");
+    const copy = event.target.closest && event.target.closest("[data-copy-link]");
+    if (copy) copyLink(copy);
   });
+
+  // The conversation's link, copied; where the clipboard is refused, shown selected to copy by hand.
+  async function copyLink(button) {
+    const link = button.dataset.copyLink;
+    const status = document.getElementById("copy-link-status");
+    try {
+      await navigator.clipboard.writeText(link);
+      button.textContent = "Link copied";
+      if (status) status.textContent = "Link copied";
+      setTimeout(() => { button.textContent = "Copy link"; }, 2500);
+    } catch (e) {
+      const field = document.createElement("input");
+      field.readOnly = true;
+      field.value = link;
+      field.setAttribute("aria-label", "This conversation's link");
+      field.className = "copy-link-field";
+      button.replaceWith(field);
+      field.select();
+    }
+  }
 
   // --- the widget's start page: resume a stored conversation, or greet --------------------------
   function startPage(main) {

@@ -1,0 +1,55 @@
+"""Keeping the way back: Copy link on the customer page and in the widget, and the home page's ways in."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+from playwright.sync_api import expect
+
+
+def test_copy_link_puts_the_conversations_private_link_on_the_clipboard(browser, widget_server, start_conversation,
+                                                                       screenshots, accessibility):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=widget_server.url)
+    page = context.new_page()
+    link = start_conversation(page, widget_server, "Where is my order?")
+    expect(page.get_by_role("log")).to_contain_text("on its way", timeout=10_000)
+    expect(page.locator("#keep-link")).to_contain_text("It is private")
+
+    page.get_by_role("button", name="Copy link").click()
+
+    expect(page.get_by_role("button", name="Link copied")).to_be_visible()
+    assert unquote(page.evaluate("navigator.clipboard.readText()")) == unquote(link)
+    screenshots(page, "customer-page-link-copied")
+    accessibility(page)
+    context.close()
+
+
+def test_the_widget_says_where_its_link_is(browser, demo_shop, screenshots, accessibility):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(demo_shop + "/")
+    expect(page.locator("html")).to_have_attribute("data-waypoint-ready", "1", timeout=15_000)
+    page.get_by_role("button", name="Open chat").click()
+    chat = page.frame_locator("iframe[title=Chat]")
+    chat.get_by_label("Message").fill("Where is my order?")
+    chat.get_by_label("Message").press("Enter")
+
+    expect(chat.locator("#keep-link")).to_contain_text("copy this chat's private link", timeout=10_000)
+    expect(chat.get_by_role("button", name="Copy link")).to_be_visible()
+    screenshots(page, "widget-keep-link")
+    accessibility(page)
+    context.close()
+
+
+def test_the_home_page_links_the_ways_in(browser, widget_server, demo_shop, screenshots, accessibility):
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page.goto(widget_server.url + "/")
+
+    ways = page.get_by_role("navigation", name="More to try")
+    expect(ways.get_by_role("link", name="The demo shop")).to_have_attribute("href", demo_shop + "/")
+    expect(ways.get_by_role("link", name="The SDK demo")).to_have_attribute("href", "/static/waypoint/sdk-demo.html")
+    expect(ways.get_by_role("link", name="The staff panel")).to_have_attribute("href", "/staff/")
+    screenshots(page, "home-ways-in")
+    accessibility(page)
+    page.context.close()
