@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote
 
 from playwright.sync_api import expect
@@ -53,3 +54,15 @@ def test_the_home_page_links_the_ways_in(browser, widget_server, demo_shop, scre
     screenshots(page, "home-ways-in")
     accessibility(page)
     page.context.close()
+
+
+def test_times_follow_the_pages_language_not_the_browsers(browser, widget_server, start_conversation):
+    context = browser.new_context(locale="de-DE", timezone_id="Europe/Berlin")
+    page = context.new_page()
+    start_conversation(page, widget_server, "Where is my order?")
+    expect(page.get_by_role("log")).to_contain_text("on its way", timeout=10_000)
+
+    stamp = page.locator("#transcript time.when").last
+
+    expect(stamp).to_have_attribute("title", re.compile(r"^(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), "))
+    context.close()

@@ -19,7 +19,7 @@ from apps.ledger.identities import persona_name
 from apps.runs.machine import CONTINUABLE, OPEN
 
 # `breaks`: a line break typed with Shift+Enter stays a line break in the message.
-_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable("table")
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": True, "breaks": True}).enable(["table", "linkify"])
 _TAGS = {"p", "br", "strong", "em", "code", "pre", "ul", "ol", "li", "a", "blockquote", "h1", "h2", "h3", "h4",
          "table", "thead", "tbody", "tr", "th", "td", "hr", "del"}
 

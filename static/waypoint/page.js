@@ -327,6 +327,8 @@
 
     // --- times: relative, the exact one on hover, a separator where a day begins -------------------
     const MINUTE = 60000;
+    // Times read in the page's language, like the words around them, not in the browser's.
+    const pageLanguage = document.documentElement.lang || undefined;
     function dayKey(date) {
       return [date.getFullYear(), String(date.getMonth() + 1).padStart(2, "0"), String(date.getDate()).padStart(2, "0")].join("-");
     }
@@ -334,13 +336,13 @@
       if (dayKey(date) === dayKey(now)) return "Today";
       if (dayKey(date) === dayKey(new Date(now.getTime() - 24 * 60 * MINUTE))) return "Yesterday";
       const year = date.getFullYear() === now.getFullYear() ? undefined : "numeric";
-      return date.toLocaleDateString([], { weekday: "long", day: "numeric", month: "long", year: year });
+      return date.toLocaleDateString(pageLanguage, { weekday: "long", day: "numeric", month: "long", year: year });
     }
     function ago(date, now) {
       const elapsed = now - date;
       if (elapsed < MINUTE) return "just now";
       if (elapsed < 60 * MINUTE) return `${Math.floor(elapsed / MINUTE)} min ago`;
-      return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      return date.toLocaleTimeString(pageLanguage, { hour: "2-digit", minute: "2-digit" });
     }
     function setText(el, text) { if (el && el.textContent !== text) el.textContent = text; }
     function stampTimes() {
@@ -355,8 +357,8 @@
         // The relative words change every minute; only their aria-hidden copy does, so the log
         // does not announce the clock.
         setText(time.querySelector(".ago"), ago(date, now));
-        setText(time.querySelector(".exact"), date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
-        time.title = date.toLocaleString([], { dateStyle: "full", timeStyle: "short" });
+        setText(time.querySelector(".exact"), date.toLocaleTimeString(pageLanguage, { hour: "2-digit", minute: "2-digit" }));
+        time.title = date.toLocaleString(pageLanguage, { dateStyle: "full", timeStyle: "short" });
         const key = dayKey(date);
         if (key === day) return;
         day = key;

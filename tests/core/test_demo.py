@@ -4,7 +4,7 @@ import pytest
 from django.core.management import call_command
 
 from apps.actions.models import ActionLog
-from apps.agent import actions, history, turns
+from apps.agent import actions, history, tools, turns
 from apps.agent.actions import load_demo
 from apps.agent.demo import DEMO_INSTRUCTIONS
 from apps.agent.models import Assistant
@@ -102,7 +102,7 @@ class TestTheDemoTellsTheTruth:
 
             approve(cid, clock)
 
-        assert reply(cid) == "Refund issued: 20 for order A-1." and len(shop.deliveries) == 1
+        assert reply(cid) == "Refund issued: $20 for order A-1." and len(shop.deliveries) == 1
 
     def test_when_the_shop_fails_it_says_nothing_was_refunded(self, settings, clock):
         with Receiver(status=500) as shop:
@@ -133,6 +133,23 @@ class TestTheDemoTellsTheTruth:
 
         [call] = conversation_state(queries.conversation_for(cid))["pending_client_actions"]
         assert call["tool"] == "pick_date"
+
+    def test_the_echo_adds_no_punctuation_after_the_message(self, settings, clock):
+        cid = demo_conversation(settings, clock, "are you there?")
+
+        assert reply(cid).startswith("You said: are you there?\n\nTry asking")
+
+    def test_a_refund_names_its_currency_on_the_card_and_in_the_reply(self, settings, clock):
+        with Receiver() as shop:
+            cid = demo_conversation(settings, clock, "I want a refund", hook=shop.url)
+            [call] = conversation_state(queries.conversation_for(cid))["pending_client_actions"]
+            refund = next(t for t in queries.conversation_for(cid).assistant.config["tools"] if t["name"] == "issue_refund")
+            worded = tools.summary(refund, call["arguments"])
+
+            approve(cid, clock)
+
+        assert worded == "Refund $20 for order A-1"
+        assert reply(cid) == "Refund issued: $20 for order A-1."
 
     def test_a_branched_conversation_replays_and_the_model_answers_the_same_from_its_history(self, settings, clock):
         cid = demo_conversation(settings, clock, "I want a refund")

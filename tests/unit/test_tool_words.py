@@ -116,3 +116,13 @@ class TestTodayAsADateBound:
                                 "tools[1]", problems)
 
         assert problems == ['tools[1].parameters.properties.date: a date\'s minimum and maximum must be dates like 2026-12-24, or "today"']
+
+
+class TestBareAddressesInMessages:
+    def test_a_bare_web_address_becomes_a_link_that_opens_apart(self):
+        html = presenters.render_markdown("Track it at https://shop.example.com/track?o=A-1 today")
+
+        assert '<a href="https://shop.example.com/track?o=A-1" target="_blank" rel="noopener noreferrer nofollow">' in html
+
+    def test_a_script_address_stays_text(self):
+        assert "<a" not in presenters.render_markdown("javascript:alert(1) and [x](javascript:alert(1))")
