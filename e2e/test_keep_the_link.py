@@ -15,7 +15,7 @@ def test_copy_link_puts_the_conversations_private_link_on_the_clipboard(browser,
     page = context.new_page()
     link = start_conversation(page, widget_server, "Where is my order?")
     expect(page.get_by_role("log")).to_contain_text("on its way", timeout=10_000)
-    expect(page.locator("#keep-link")).to_contain_text("It is private")
+    expect(page.locator("#keep-link")).to_contain_text("Keep it private")
 
     page.get_by_role("button", name="Copy link").click()
 
@@ -65,4 +65,20 @@ def test_times_follow_the_pages_language_not_the_browsers(browser, widget_server
     stamp = page.locator("#transcript time.when").last
 
     expect(stamp).to_have_attribute("title", re.compile(r"^(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), "))
+    context.close()
+
+
+def test_opening_details_on_an_approval_keeps_approve_and_deny_in_view(browser, widget_server, start_conversation, screenshots):
+    context = browser.new_context(viewport={"width": 375, "height": 560}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    start_conversation(page, widget_server, "I want a refund")
+    card = page.locator("#cards .card.approval")
+    expect(card.get_by_role("button", name="Approve")).to_be_visible(timeout=10_000)
+
+    card.locator("summary", has_text="Details").click()
+
+    expect(card.locator("pre.arguments")).to_be_visible()
+    expect(card.get_by_role("button", name="Approve")).to_be_in_viewport(ratio=1)
+    expect(card.get_by_role("button", name="Deny")).to_be_in_viewport(ratio=1)
+    screenshots(page, "approval-details-open")
     context.close()

@@ -186,6 +186,15 @@
     if (copy) copyLink(copy);
   });
 
+  // Opening a card's Details must not push its buttons out of view: the person opened it to decide.
+  document.addEventListener("toggle", (event) => {
+    const details = event.target;
+    if (!details.open || !details.classList || !details.classList.contains("call-details")) return;
+    const card = details.closest("#cards .card");
+    const buttons = card && card.querySelectorAll("button:not([hidden])");
+    if (buttons && buttons.length) buttons[buttons.length - 1].scrollIntoView({ block: "nearest" });
+  }, true);
+
   // The conversation's link, copied; where the clipboard is refused, shown selected to copy by hand.
   async function copyLink(button) {
     const link = button.dataset.copyLink;

@@ -19,7 +19,7 @@ class TestTheConversationsLink:
 
         body = page(conversation).content.decode()
 
-        assert "This page's link is your way back to the conversation, from any device. It is private" in body
+        assert "This page's link is your way back, from any device. Keep it private" in body
         [link] = re.findall(r'data-copy-link="([^"]+)">Copy link</button>', body)
         assert unquote(markup.unescape(link)) == f"http://testserver/c/{conversation['conversation_id']}?token={conversation['token']}"
 
