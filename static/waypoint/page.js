@@ -551,6 +551,7 @@
       if (stickToBottom) scrollToEnd();
     }
     document.addEventListener("htmx:wsAfterMessage", () => {
+      clearUnreachable();
       healthy = true;
       failedPolls = 0;
       lastMessageAt = Date.now();
@@ -565,7 +566,8 @@
       const form = event.detail.elt;
       const status = event.detail.xhr.status;
       // A request that got no answer at all (htmx sets no `failed` then, only a status of 0).
-      if (!status) showProblem("We could not reach the server. Check your connection and try again.");
+      if (!status) showProblem(UNREACHABLE, { untilBack: true });
+      else if (status < 500) clearUnreachable();
       if (form && form.classList && form.classList.contains("send-form")) {
         if (status >= 200 && status < 300) {
           form.reset();
@@ -580,10 +582,21 @@
       afterUpdate();
     });
 
+    // The message that did not go, shown as the visitor's bubble marked "Not sent", with Retry; its
+    // text also stays in the box to edit.
     function offerRetry(form) {
       const notices = document.getElementById("notices");
       if (!notices) return;
       if (!notices.children.length) showProblem("Your message was not sent.");
+      const textarea = form.querySelector("textarea");
+      const unsent = document.createElement("div");
+      unsent.className = "message user unsent";
+      const bubble = document.createElement("div");
+      bubble.className = "bubble";
+      bubble.textContent = textarea ? textarea.value : "";
+      const note = document.createElement("p");
+      note.className = "unsent-note";
+      note.textContent = "Not sent";
       const retry = document.createElement("button");
       retry.type = "button";
       retry.className = "secondary small retry";
@@ -592,19 +605,29 @@
         notices.replaceChildren();
         form.requestSubmit();
       });
-      notices.appendChild(retry);
+      note.appendChild(retry);
+      unsent.append(bubble, note);
+      notices.appendChild(unsent);
+    }
+
+    // "We could not reach the server" is true only until the server answers again: then it goes by
+    // itself (an unsent message stays, with its Retry).
+    const UNREACHABLE = "We could not reach the server. Check your connection and try again.";
+    function clearUnreachable() {
+      document.querySelectorAll("#notices .notice[data-until-back]").forEach((el) => el.remove());
     }
 
     document.addEventListener("htmx:beforeSwap", (event) => {
       if (event.detail.xhr.status >= 500) showProblem("Something went wrong on our side. Please try again.");
     });
 
-    function showProblem(text) {
+    function showProblem(text, { untilBack = false } = {}) {
       const notices = document.getElementById("notices");
       if (!notices) return;
       const p = document.createElement("p");
       p.className = "notice";
       p.setAttribute("role", "alert");
+      if (untilBack) p.dataset.untilBack = "1";
       p.textContent = text;
       notices.replaceChildren(p);
     }
