@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 PYTHON_312 := $(shell for c in python3.14 python3.13 python3.12 $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV) python3; do \
 	if command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then command -v $$c; break; fi; done)
 
-.PHONY: run test install lint bench soak
+.PHONY: run superuser test install lint bench soak
 
 install: $(VENV)/.installed
 
@@ -21,12 +21,30 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[dev]'
 	@touch $@
 
+# PORT and SHOP_PORT move the server and the demo shop (make run PORT=8100 SHOP_PORT=8101).
+PORT ?= 8000
+SHOP_PORT ?= 8001
+URL := http://127.0.0.1:$(PORT)
+
 run: install
-	DEBUG=1 $(PY) manage.py migrate --noinput
-	DEBUG=1 $(PY) manage.py load_demo --base-url http://127.0.0.1:8000 --allowed-origin http://127.0.0.1:8001 --allowed-origin http://localhost:8001
-	@# The demo shop (http://localhost:8001) embeds the widget from another origin; it stops with the server.
-	DEBUG=1 $(PY) manage.py demo_shop --port 8001 --widget-url http://127.0.0.1:8000 & trap 'kill $$!' EXIT; \
-	DEBUG=1 WAYPOINT_WEBHOOK_ALLOW_PRIVATE=1 $(VENV)/bin/daphne -b 127.0.0.1 -p 8000 config.asgi:application
+	@DEBUG=1 $(PY) manage.py migrate --noinput --verbosity 0
+	@DEBUG=1 $(PY) manage.py load_demo --base-url $(URL) --allowed-origin http://127.0.0.1:$(SHOP_PORT) --allowed-origin http://localhost:$(SHOP_PORT)
+	@# The demo shop embeds the widget from another origin; both stop together. The addresses to open are
+	@# printed last, once both answer, so its start-up lines don't bury them.
+	@DEBUG=1 $(PY) manage.py demo_shop --port $(SHOP_PORT) --widget-url $(URL) & shop=$$!; \
+	DEBUG=1 WAYPOINT_WEBHOOK_ALLOW_PRIVATE=1 $(VENV)/bin/daphne -b 127.0.0.1 -p $(PORT) config.asgi:application & server=$$!; \
+	trap 'kill $$shop $$server 2>/dev/null' EXIT; \
+	for p in $(PORT) $(SHOP_PORT); do until (exec 3<>/dev/tcp/127.0.0.1/$$p) 2>/dev/null; do \
+	  kill -0 $$server 2>/dev/null && kill -0 $$shop 2>/dev/null || exit 1; sleep 0.2; done; done; \
+	printf '\nWaypoint is ready. Open:\n  %-14s %s\n  %-14s %s\n  %-14s %s\n  %-14s %s\n\n' \
+	  "customer page" "$(URL)" "demo shop" "http://localhost:$(SHOP_PORT)" \
+	  "staff panel" "$(URL)/staff/ (make superuser creates your login)" "SDK demo" "$(URL)/static/waypoint/sdk-demo.html"; \
+	wait $$server
+
+# A staff login for the panel of `make run` (same database and settings); ARGS passes options on
+# (ARGS="--noinput --username ops --email ops@example.com" with DJANGO_SUPERUSER_PASSWORD set).
+superuser: install
+	DEBUG=1 $(PY) manage.py createsuperuser $(ARGS)
 
 test: install $(E2E_TOOLS)
 	@bash tests/run.sh $(ARGS)

@@ -193,7 +193,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    # Daphne's start-up notice that HTTP/2 is off is noise here: a proxy in front speaks HTTP/2 and TLS.
+    "filters": {"no_http2_notice": {"()": "django.utils.log.CallbackFilter",
+                                    "callback": lambda record: not record.getMessage().startswith("HTTP/2 support")}},
+    "loggers": {"django.channels.server": {"level": "WARNING"}, "daphne.server": {"filters": ["no_http2_notice"]}},
 }
 
 # --- Waypoint ---------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def test_an_approval_reads_in_words_keeps_the_exact_call_under_details_and_deny_
     context, page = start_demo(browser, waypoint_server, "I want a refund")
     card = page.locator("#cards .card.approval")
 
-    expect(card.locator(".summary")).to_have_text("Refund 20 for order A-1", timeout=10_000)
+    expect(card.locator(".summary")).to_have_text("Refund $20 for order A-1", timeout=10_000)
     expect(page.locator("#status")).to_have_text("Waiting for your approval…")
     details = card.locator("details.call-details")
     expect(details.locator("pre.arguments")).to_be_hidden()
@@ -50,7 +50,7 @@ def test_an_approval_reads_in_words_keeps_the_exact_call_under_details_and_deny_
     expect(log).to_contain_text("The refund was declined, so nothing was refunded for order A-1.", timeout=10_000)
     expect(log).not_to_contain_text("Refund issued")
     receipt = page.locator("#transcript .receipt.denied")
-    expect(receipt.locator(".answered-title")).to_have_text("Refund 20 for order A-1")
+    expect(receipt.locator(".answered-title")).to_have_text("Refund $20 for order A-1")
     expect(receipt.locator(".answer")).to_have_text("Denied")
     expect(receipt.locator(".chip")).to_have_text("by You")
     expect(receipt).not_to_contain_text("guest:")
@@ -98,14 +98,14 @@ def test_no_demo_reply_shows_raw_json(browser, waypoint_server):
     expect(log).to_contain_text("Your order A-1 is on its way.", timeout=10_000)
     page.get_by_label("Message").fill("When can you deliver?")
     page.get_by_role("button", name="Send").click()
-    page.get_by_label("Delivery date").fill("2026-12-24")
+    page.get_by_label("Delivery date").fill("2036-12-24")
     page.get_by_role("button", name="Submit").click()
-    expect(log).to_contain_text("Booked for 2026-12-24.", timeout=10_000)
+    expect(log).to_contain_text("Booked for 2036-12-24.", timeout=10_000)
     settled(page)
 
     replies = page.locator("#transcript .message.assistant .bubble").all_inner_texts()
 
-    assert replies == ["Your order A-1 is on its way.", "Booked for 2026-12-24."]
+    assert replies == ["Your order A-1 is on its way.", "Booked for 2036-12-24."]
     assert not any("{" in reply for reply in replies)
     context.close()
 
@@ -156,7 +156,7 @@ def test_the_widget_shows_the_same_words_and_declines_the_same_way(browser, wayp
     page.get_by_label("Message").press("Enter")
 
     card = page.locator("#cards .card.approval")
-    expect(card.locator(".summary")).to_have_text("Refund 20 for order A-1", timeout=10_000)
+    expect(card.locator(".summary")).to_have_text("Refund $20 for order A-1", timeout=10_000)
     expect(page.locator("#status")).to_have_text("Waiting for your approval…")
     card.get_by_role("button", name="Deny").click()
     expect(page.get_by_role("log")).to_contain_text("The refund was declined", timeout=10_000)

@@ -128,7 +128,7 @@ def test_an_earlier_turns_approval_stays_in_the_transcript_as_a_receipt(page, wi
     for shown in ("live", "reloaded"):
         receipt = log.locator(".receipt.approved")
         expect(receipt, shown).to_have_count(1)
-        expect(receipt.locator(".answered-title")).to_have_text("Refund 20 for order A-1")
+        expect(receipt.locator(".answered-title")).to_have_text("Refund $20 for order A-1")
         expect(receipt.locator(".answer")).to_have_text("Approved")
         expect(receipt.locator(".chip")).to_have_text("by You")
         order = log.evaluate("(log) => [...log.children].filter((el) => el.id).map((el) => el.className.split(' ')[0])")

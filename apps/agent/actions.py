@@ -13,7 +13,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import date, datetime
 from functools import partial
 from typing import Any
 
@@ -292,7 +292,7 @@ def _same_answer(usage: ToolUsageLog, output: Any) -> bool:
 
 
 def _check_output(usage: ToolUsageLog, output: Any, required_approver: str, persona: str, permissions: frozenset[str],
-                  tool: dict[str, Any]) -> None:
+                  tool: dict[str, Any], today: date) -> None:
     if usage.kind == "approval":
         if "approve" not in permissions:
             raise Forbidden("this persona may not approve")
@@ -316,7 +316,7 @@ def _check_output(usage: ToolUsageLog, output: Any, required_approver: str, pers
             raise BadInput('a question needs output.answer as non-empty text, or output {"declined": true} to skip it')
     elif "answer_client_actions" not in permissions:
         raise Forbidden("this persona may not answer client actions")
-    elif problem := answer_problem(tool, output):
+    elif problem := answer_problem(tool, output, today=today):
         raise BadInput(problem)
 
 
@@ -366,7 +366,7 @@ def accept_results(
                 if run.status == "expired" or (usage.expires_at and usage.expires_at <= now):
                     raise RunExpired()
                 tool = tool_by_name(conversation.assistant.config, usage.tool) or {}
-                _check_output(usage, item["output"], required, persona, permissions, tool)
+                _check_output(usage, item["output"], required, persona, permissions, tool, now.date())
                 fresh.append((usage, item["output"]))
             elif usage.status == "expired":
                 raise RunExpired()

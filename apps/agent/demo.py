@@ -37,7 +37,7 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
                     "steps": [
                         {"call": "lookup_order", "arguments": {"order_id": "A-1"}},
                         {"call": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}},
-                        {"when": "approved", "say": "Refund issued: 20 for order A-1."},
+                        {"when": "approved", "say": "Refund issued: $20 for order A-1."},
                         {"when": "denied", "say": "The refund was declined, so nothing was refunded for order A-1."},
                         {"when": "failed", "say": "The refund could not be issued just now ({result.error}). Nothing was refunded; please try again later."},
                     ],
@@ -67,7 +67,8 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
                 },
                 {"match": "bye", "steps": [{"say": "Goodbye!", "call": "complete_conversation", "arguments": {}}]},
             ],
-            "fallback": [{"say": "You said: {message}. Try asking about an order, a refund, a delivery date, help, or say bye."}],
+            # The message keeps its own closing punctuation ("are you there?"), so nothing is added after it.
+            "fallback": [{"say": "You said: {message}\n\nTry asking about an order, a refund, a delivery date, help, or say bye."}],
         },
         "tools": [
             {"name": "lookup_order", "kind": "server", "action": "echo", "description": "Look an order up by its id",
@@ -75,7 +76,7 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
              "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}},
             {"name": "issue_refund", "kind": "server", "action": "webhook", "url": webhook_url, "requires_approval": True,
              "description": "Refund an amount of an order (a person approves it first)",
-             "display_name": "Refund", "summary": "Refund {amount} for order {order_id}",
+             "display_name": "Refund", "summary": "Refund ${amount} for order {order_id}",
              "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
                             "required": ["order_id", "amount"]}},
             {
@@ -83,7 +84,8 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
                 "kind": "client",
                 "description": "Ask the customer for a delivery date",
                 "display_name": "Delivery date",
-                "parameters": {"type": "object", "properties": {"date": {"type": "string", "format": "date", "title": "Delivery date"}}},
+                "parameters": {"type": "object", "properties": {"date": {"type": "string", "format": "date", "title": "Delivery date",
+                                                     "minimum": "today"}}},
             },
         ],
     }

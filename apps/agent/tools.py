@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import string
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 MAX_DISPLAY_NAME = 80
@@ -123,12 +123,27 @@ def card_title(call: dict[str, Any], tool: dict[str, Any]) -> str:
     return tool.get("description") or display_name(tool, call["tool"])
 
 
-def date_bounds(spec: dict[str, Any]) -> tuple[str, str]:
-    """The earliest and latest date a date parameter allows (`minimum`/`maximum`, or `min`/`max`), "" for none."""
+TODAY = "today"
+
+
+def _bound(spec: dict[str, Any], name: str, short: str) -> Any:
+    return spec.get(name, spec.get(short, ""))
+
+
+def date_bounds(spec: dict[str, Any], *, today: date, slack: int = 0) -> tuple[str, str]:
+    """
+    The earliest and latest date a date parameter allows (`minimum`/`maximum`, or `min`/`max`), "" for none.
+
+    A bound may be "today": `today`, widened by `slack` days (the answer check allows for a person
+    whose date is still yesterday's, or already tomorrow's, where they are).
+    """
     if not isinstance(spec, dict) or spec.get("format") != "date":
         return "", ""
-    low = spec.get("minimum", spec.get("min", ""))
-    high = spec.get("maximum", spec.get("max", ""))
+    low, high = _bound(spec, "minimum", "min"), _bound(spec, "maximum", "max")
+    if low == TODAY:
+        low = (today - timedelta(days=slack)).isoformat()
+    if high == TODAY:
+        high = (today + timedelta(days=slack)).isoformat()
     return (low if isinstance(low, str) else ""), (high if isinstance(high, str) else "")
 
 
@@ -149,30 +164,31 @@ def _properties(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_date_bounds(tool: dict[str, Any], at: str, problems: list[str]) -> None:
-    """Check that a date parameter's bounds are dates (YYYY-MM-DD), the earliest not after the latest."""
+    """Check that a date parameter's bounds are dates (YYYY-MM-DD) or "today", the earliest not after the latest."""
     for name, spec in _properties(tool).items():
         if not isinstance(spec, dict) or spec.get("format") != "date":
             continue
         given = [spec[k] for k in ("minimum", "min", "maximum", "max") if k in spec]
-        if not all(_is_date(v) for v in given):
-            problems.append(f"{at}.parameters.properties.{name}: a date's minimum and maximum must be dates like 2026-12-24")
+        if not all(v == TODAY or _is_date(v) for v in given):
+            problems.append(f'{at}.parameters.properties.{name}: a date\'s minimum and maximum must be dates like 2026-12-24, or "today"')
             continue
-        low, high = date_bounds(spec)
-        if low and high and low > high:
+        low, high = _bound(spec, "minimum", "min"), _bound(spec, "maximum", "max")
+        if low and high and TODAY not in (low, high) and low > high:
             problems.append(f"{at}.parameters.properties.{name}: the minimum {low} is after the maximum {high}")
 
 
-def answer_problem(tool: dict[str, Any], output: Any) -> str:
+def answer_problem(tool: dict[str, Any], output: Any, *, today: date) -> str:
     """
     Why an answer to a client tool breaks its parameters' rules, or "".
 
     A declined answer has no values to check. A date outside a parameter's bounds, or a bounded
-    date that is not a date, is refused.
+    date that is not a date, is refused; a "today" bound is `today` give or take the one day by which
+    the person's own date may differ.
     """
     if output == DECLINED or not isinstance(output, dict):
         return ""
     for name, spec in _properties(tool).items():
-        low, high = date_bounds(spec)
+        low, high = date_bounds(spec, today=today, slack=1)
         value = output.get(name)
         if not (low or high) or value in (None, ""):
             continue
@@ -180,9 +196,9 @@ def answer_problem(tool: dict[str, Any], output: Any) -> str:
         if not _is_date(value):
             return f"{label} must be a date like 2026-12-24"
         if low and value < low:
-            return f"{label} must be on or after {low}"
+            return f"{label} must be today or later" if _bound(spec, "minimum", "min") == TODAY else f"{label} must be on or after {low}"
         if high and value > high:
-            return f"{label} must be on or before {high}"
+            return f"{label} must be today or earlier" if _bound(spec, "maximum", "max") == TODAY else f"{label} must be on or before {high}"
     return ""
 
 

@@ -122,7 +122,7 @@ class AssistantConfigIn(Schema):
         None, description="server and client tools. display_name and summary are what people see of a call instead of the "
         "tool's name and raw arguments (the exact arguments stay one click away; approval binds to them): summary is a "
         "template naming only the tool's parameters, like \"Refund {amount} for order {order_id}\". A date parameter "
-        "(format date) may set minimum and maximum (or min and max) as YYYY-MM-DD; an answer outside them is refused",
+        "(format date) may set minimum and maximum (or min and max) as YYYY-MM-DD or \"today\"; an answer outside them is refused",
         json_schema_extra={"type": "array", "items": {"type": "object", "required": ["name", "kind"], "properties": {
             "name": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"},
             "kind": {"enum": ["server", "client"]},

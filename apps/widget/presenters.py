@@ -19,7 +19,7 @@ from apps.ledger.identities import persona_name
 from apps.runs.machine import CONTINUABLE, OPEN
 
 # `breaks`: a line break typed with Shift+Enter stays a line break in the message.
-_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable("table")
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": True, "breaks": True}).enable(["table", "linkify"])
 _TAGS = {"p", "br", "strong", "em", "code", "pre", "ul", "ol", "li", "a", "blockquote", "h1", "h2", "h3", "h4",
          "table", "thead", "tbody", "tr", "th", "td", "hr", "del"}
 
@@ -127,7 +127,7 @@ def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
         spec = spec if isinstance(spec, dict) else {}
         kind = spec.get("type", "string")
         input_type = "number" if kind in ("number", "integer") else _INPUT_TYPES.get(spec.get("format", ""), "text")
-        low, high = date_bounds(spec)
+        low, high = date_bounds(spec, today=datetime.now(UTC).date())
         fields.append(
             {"name": name, "label": spec.get("title") or name.replace("_", " ").capitalize(), "input_type": input_type,
              "required": name in required or len(props) == 1, "type": kind, "min": low, "max": high}

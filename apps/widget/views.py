@@ -79,7 +79,14 @@ def broken_widget_link(request: HttpRequest, rest: str) -> HttpResponse:
 
 def home(request: HttpRequest) -> HttpResponse:
     assistants = Assistant.objects.order_by("-is_demo", "created_at")[:20]
-    return render(request, "widget/home.html", {"assistants": assistants})
+    return render(request, "widget/home.html", {"assistants": assistants, "demo_shop": _demo_shop(assistants)})
+
+
+def _demo_shop(assistants) -> str:
+    """The demo shop's address: a site the demo assistant may be embedded on, localhost first (README's)."""
+    demo = next((a for a in assistants if a.is_demo), None)
+    origins = [o for o in (demo.config.get("allowed_origins") or []) if isinstance(o, str)] if demo else []
+    return next((o for o in origins if "//localhost:" in o), origins[0] if origins else "")
 
 
 @require_POST

@@ -106,7 +106,10 @@
     if (!origin || event.origin !== origin || event.source !== window.parent) return;
     const data = event.data || {};
     if (data.source !== "waypoint-host") return;
-    if (data.type === "open") focusFirstField();
+    if (data.type === "open") {
+      focusFirstField();
+      document.dispatchEvent(new CustomEvent("waypoint:shown"));
+    }
     const box = document.getElementById("message");
     if (data.type === "draft" && typeof data.text === "string" && box && !box.value) {
       box.value = data.text;
@@ -132,9 +135,15 @@
     document.documentElement.style.setProperty("--brand-fg", onWhite >= onBlack ? "#ffffff" : "#111111");
   }
 
-  function focusFirstField() {
+  function focusFirstField(since = performance.now()) {
     const field = document.querySelector("#cards input:not([type=hidden]), #message");
-    if (field && !field.disabled) field.focus({ preventScroll: true });
+    if (!field || field.disabled) return;
+    field.focus({ preventScroll: true });
+    // The host has only just shown the frame: until the frame is laid out at its new size, nothing in it
+    // takes the focus, and the visitor's first keys would go nowhere. Try again each frame, briefly.
+    if (document.activeElement !== field && performance.now() - since < 1000) {
+      requestAnimationFrame(() => focusFirstField(since));
+    }
   }
 
   // --- keyboard and composer --------------------------------------------------------------------
@@ -144,6 +153,20 @@
       return;
     }
     const target = event.target;
+    // Keys typed into the frame before anything in it has the focus are meant for the message box:
+    // focused during the keydown, it receives the character. Just shown by the host, the frame may not
+    // be laid out yet and the box not take the focus; then the character is added to it here.
+    const box = document.getElementById("message");
+    if (hostOrigin() && target === document.body && box && !box.disabled && event.key.length === 1
+        && !event.ctrlKey && !event.metaKey && !event.altKey && !event.isComposing) {
+      box.focus({ preventScroll: true });
+      if (document.activeElement !== box) {
+        event.preventDefault();
+        box.value += event.key;
+        box.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+      return;
+    }
     if (target && target.id === "message" && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       const button = target.form && target.form.querySelector(".send-button");
@@ -159,7 +182,38 @@
 
   document.addEventListener("click", (event) => {
     if (event.target.closest && event.target.closest("[data-close-widget]")) toHost("close");
+    const copy = event.target.closest && event.target.closest("[data-copy-link]");
+    if (copy) copyLink(copy);
   });
+
+  // Opening a card's Details must not push its buttons out of view: the person opened it to decide.
+  document.addEventListener("toggle", (event) => {
+    const details = event.target;
+    if (!details.open || !details.classList || !details.classList.contains("call-details")) return;
+    const card = details.closest("#cards .card");
+    const buttons = card && card.querySelectorAll("button:not([hidden])");
+    if (buttons && buttons.length) buttons[buttons.length - 1].scrollIntoView({ block: "nearest" });
+  }, true);
+
+  // The conversation's link, copied; where the clipboard is refused, shown selected to copy by hand.
+  async function copyLink(button) {
+    const link = button.dataset.copyLink;
+    const status = document.getElementById("copy-link-status");
+    try {
+      await navigator.clipboard.writeText(link);
+      button.textContent = "Link copied";
+      if (status) status.textContent = "Link copied";
+      setTimeout(() => { button.textContent = "Copy link"; }, 2500);
+    } catch (e) {
+      const field = document.createElement("input");
+      field.readOnly = true;
+      field.value = link;
+      field.setAttribute("aria-label", "This conversation's link");
+      field.className = "copy-link-field";
+      button.replaceWith(field);
+      field.select();
+    }
+  }
 
   // --- the widget's start page: resume a stored conversation, or greet --------------------------
   function startPage(main) {
@@ -240,9 +294,24 @@
     function scrollToEnd() { body.scrollTop = body.scrollHeight; }
     function showNewMessages(show) { newMessages.hidden = !show; }
     body.addEventListener("scroll", () => {
+      // A frame the host keeps hidden has no height: its scroll position says nothing of the reader.
+      if (!body.clientHeight) return;
       stickToBottom = nearBottom();
       if (stickToBottom) showNewMessages(false);
     }, { passive: true });
+    // A soft keyboard shrinks the transcript's area: a reader at the end stays there.
+    new ResizeObserver(() => { if (body.clientHeight && stickToBottom) scrollToEnd(); }).observe(body);
+    // Hidden by the host, the frame lays nothing out and its scroll position falls to the top; replies that
+    // came in meanwhile are below. Shown again, a reader who was at the end is taken to the newest.
+    function revealEnd(since) {
+      if (!body.clientHeight) {
+        if (performance.now() - since < 2000) requestAnimationFrame(() => revealEnd(since));
+        return;
+      }
+      if (stickToBottom) scrollToEnd();
+      else if (!nearBottom()) showNewMessages(true);
+    }
+    document.addEventListener("waypoint:shown", () => requestAnimationFrame(() => revealEnd(performance.now())));
     newMessages.addEventListener("click", () => {
       stickToBottom = true;
       scrollToEnd();
@@ -267,6 +336,8 @@
 
     // --- times: relative, the exact one on hover, a separator where a day begins -------------------
     const MINUTE = 60000;
+    // Times read in the page's language, like the words around them, not in the browser's.
+    const pageLanguage = document.documentElement.lang || undefined;
     function dayKey(date) {
       return [date.getFullYear(), String(date.getMonth() + 1).padStart(2, "0"), String(date.getDate()).padStart(2, "0")].join("-");
     }
@@ -274,13 +345,13 @@
       if (dayKey(date) === dayKey(now)) return "Today";
       if (dayKey(date) === dayKey(new Date(now.getTime() - 24 * 60 * MINUTE))) return "Yesterday";
       const year = date.getFullYear() === now.getFullYear() ? undefined : "numeric";
-      return date.toLocaleDateString([], { weekday: "long", day: "numeric", month: "long", year: year });
+      return date.toLocaleDateString(pageLanguage, { weekday: "long", day: "numeric", month: "long", year: year });
     }
     function ago(date, now) {
       const elapsed = now - date;
       if (elapsed < MINUTE) return "just now";
       if (elapsed < 60 * MINUTE) return `${Math.floor(elapsed / MINUTE)} min ago`;
-      return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      return date.toLocaleTimeString(pageLanguage, { hour: "2-digit", minute: "2-digit" });
     }
     function setText(el, text) { if (el && el.textContent !== text) el.textContent = text; }
     function stampTimes() {
@@ -295,8 +366,8 @@
         // The relative words change every minute; only their aria-hidden copy does, so the log
         // does not announce the clock.
         setText(time.querySelector(".ago"), ago(date, now));
-        setText(time.querySelector(".exact"), date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
-        time.title = date.toLocaleString([], { dateStyle: "full", timeStyle: "short" });
+        setText(time.querySelector(".exact"), date.toLocaleTimeString(pageLanguage, { hour: "2-digit", minute: "2-digit" }));
+        time.title = date.toLocaleString(pageLanguage, { dateStyle: "full", timeStyle: "short" });
         const key = dayKey(date);
         if (key === day) return;
         day = key;
@@ -480,6 +551,7 @@
       if (stickToBottom) scrollToEnd();
     }
     document.addEventListener("htmx:wsAfterMessage", () => {
+      clearUnreachable();
       healthy = true;
       failedPolls = 0;
       lastMessageAt = Date.now();
@@ -494,7 +566,8 @@
       const form = event.detail.elt;
       const status = event.detail.xhr.status;
       // A request that got no answer at all (htmx sets no `failed` then, only a status of 0).
-      if (!status) showProblem("We could not reach the server. Check your connection and try again.");
+      if (!status) showProblem(UNREACHABLE, { untilBack: true });
+      else if (status < 500) clearUnreachable();
       if (form && form.classList && form.classList.contains("send-form")) {
         if (status >= 200 && status < 300) {
           form.reset();
@@ -509,10 +582,21 @@
       afterUpdate();
     });
 
+    // The message that did not go, shown as the visitor's bubble marked "Not sent", with Retry; its
+    // text also stays in the box to edit.
     function offerRetry(form) {
       const notices = document.getElementById("notices");
       if (!notices) return;
       if (!notices.children.length) showProblem("Your message was not sent.");
+      const textarea = form.querySelector("textarea");
+      const unsent = document.createElement("div");
+      unsent.className = "message user unsent";
+      const bubble = document.createElement("div");
+      bubble.className = "bubble";
+      bubble.textContent = textarea ? textarea.value : "";
+      const note = document.createElement("p");
+      note.className = "unsent-note";
+      note.textContent = "Not sent";
       const retry = document.createElement("button");
       retry.type = "button";
       retry.className = "secondary small retry";
@@ -521,19 +605,29 @@
         notices.replaceChildren();
         form.requestSubmit();
       });
-      notices.appendChild(retry);
+      note.appendChild(retry);
+      unsent.append(bubble, note);
+      notices.appendChild(unsent);
+    }
+
+    // "We could not reach the server" is true only until the server answers again: then it goes by
+    // itself (an unsent message stays, with its Retry).
+    const UNREACHABLE = "We could not reach the server. Check your connection and try again.";
+    function clearUnreachable() {
+      document.querySelectorAll("#notices .notice[data-until-back]").forEach((el) => el.remove());
     }
 
     document.addEventListener("htmx:beforeSwap", (event) => {
       if (event.detail.xhr.status >= 500) showProblem("Something went wrong on our side. Please try again.");
     });
 
-    function showProblem(text) {
+    function showProblem(text, { untilBack = false } = {}) {
       const notices = document.getElementById("notices");
       if (!notices) return;
       const p = document.createElement("p");
       p.className = "notice";
       p.setAttribute("role", "alert");
+      if (untilBack) p.dataset.untilBack = "1";
       p.textContent = text;
       notices.replaceChildren(p);
     }

@@ -1,16 +1,48 @@
-// The SDK demo page's script: everything it does goes through sdk.js.
+// The SDK demo page's script: everything it does goes through sdk.js. It answers every kind of
+// pending request the SDK exposes (approval, question, client tool) with a card of its own.
 import { Waypoint } from "./sdk.js";
 
 const params = new URLSearchParams(location.search);
 const conversationId = params.get("conversation");
 const autoDate = params.get("auto");
 const $ = (id) => document.getElementById(id);
+let agent = null;
 
 function text(tag, content, className) {
   const element = document.createElement(tag);
   element.textContent = content;
   if (className) element.className = className;
   return element;
+}
+
+function button(label, onClick, className) {
+  const element = text("button", label, className);
+  element.type = "button";
+  if (onClick) element.addEventListener("click", onClick);
+  return element;
+}
+
+// What went wrong, in words for the person at the page, never only an error code.
+const PROBLEMS = {
+  turn_conflict: "The assistant is still on your last message or waiting for an answer above. Your message is kept: send it again once that is done.",
+  conversation_completed: "This conversation is complete: it takes no more messages.",
+  rate_limited: "Too many messages at once. Your message is kept: wait a moment and send it again.",
+  unauthorized: "This link no longer opens the conversation: its token is wrong or has expired. Ask for a new link.",
+  forbidden: "This link may not do that in this conversation.",
+  not_found: "No conversation is at this link: its token is wrong or has expired. Ask for a new link.",
+};
+
+function problemWords(error) {
+  if (error && PROBLEMS[error.code]) return PROBLEMS[error.code];
+  if (error && !error.status) return "We could not reach the server. Check your connection; what you typed is kept.";
+  return (error && error.message) || "Something went wrong.";
+}
+
+function showProblem(error) {
+  const box = $("problem");
+  box.textContent = error ? problemWords(error) : "";
+  box.hidden = !error;
+  if (error) box.dataset.code = error.code || "network";
 }
 
 // pick_date: answered by this page at once (?auto=<date>), or by a person in a form.
@@ -35,19 +67,110 @@ function pickDate(args, { callId }) {
     $("actions").append(form);
   });
 }
+const TOOLS = { pick_date: pickDate };
 
 // An approval's answer in a person's words; any other answer as it was given.
 function answerWords(output) {
   if (output && output.decision) return output.decision === "approve" ? "Approved" : "Denied";
+  if (output && output.declined) return "Declined";
+  if (output && typeof output.answer === "string") return output.answer;
   return JSON.stringify(output);
 }
 
+function argumentList(args) {
+  const list = document.createElement("dl");
+  for (const [name, value] of Object.entries(args || {})) {
+    list.append(text("dt", name), text("dd", typeof value === "string" ? value : JSON.stringify(value)));
+  }
+  return list;
+}
+
+async function answer(card, callId, output) {
+  card.querySelectorAll("button, input").forEach((el) => { el.disabled = true; });
+  try {
+    const result = await agent.submitResult(callId, output);
+    showProblem(null);
+    if (result.accepted) card.remove();
+  } catch (error) {
+    showProblem(error);
+    card.querySelectorAll("button, input").forEach((el) => { el.disabled = false; });
+  }
+}
+
+// One card per pending request, keyed by its call id, so what a person typed survives each push.
+function card(call) {
+  const form = document.createElement("form");
+  form.className = "card pending";
+  form.id = `call-${call.call_id}`;
+  const heading = `heading-${call.call_id}`;
+  form.setAttribute("aria-labelledby", heading);
+  const args = call.arguments || {};
+  if (call.kind === "approval") {
+    form.append(text("h2", `Approve ${call.tool}?`), argumentList(args));
+    form.firstChild.id = heading;
+    if (call.reattempt_of) {
+      form.append(text("p", `An earlier attempt (${call.reattempt_of.attempted_at}) may already have gone through; `
+        + "approving sends it again under the same identity, so it is not done twice.", "note"));
+    }
+    const reviewed = { tool: call.tool, arguments: call.arguments };
+    form.append(
+      button("Approve", () => answer(form, call.call_id, { decision: "approve", reviewed }), "primary"),
+      button("Deny", () => answer(form, call.call_id, { decision: "deny", reviewed })),
+    );
+  } else if (call.kind === "question") {
+    const input = document.createElement("input");
+    input.id = `answer-${call.call_id}`;
+    input.required = true;
+    const label = text("label", "Your answer");
+    label.htmlFor = input.id;
+    form.append(text("h2", args.question || "A question for you"), label, input,
+      text("button", "Submit", "primary"), button("Skip", () => answer(form, call.call_id, { declined: true })));
+    form.firstChild.id = heading;
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      answer(form, call.call_id, { answer: input.value });
+    });
+  } else {
+    // A client tool this page has no handler for: the application answers it, or the person declines.
+    form.append(text("h2", `Waiting for the application: ${call.tool}`), argumentList(args),
+      button("Cancel", () => answer(form, call.call_id, { declined: true })));
+    form.firstChild.id = heading;
+  }
+  return form;
+}
+
+function renderCards(state) {
+  const pending = (state.pending_client_actions || []).filter((call) => !(call.kind === "client_tool" && TOOLS[call.tool]));
+  const wanted = new Set(pending.map((call) => `call-${call.call_id}`));
+  document.querySelectorAll("#actions .card.pending").forEach((el) => { if (!wanted.has(el.id)) el.remove(); });
+  for (const call of pending) {
+    if (!$(`call-${call.call_id}`)) $("actions").append(card(call));
+  }
+}
+
+const RUN_WORDS = {
+  running: "The assistant is working…",
+  waiting: "Waiting for your answer below.",
+  completed: "",
+  interrupted: "The last reply was interrupted. Press Continue to go on.",
+  failed: "The last reply failed. Press Continue to try again.",
+  expired: "The request expired. Press Continue to go on.",
+  handed_off: "A person has taken over the conversation.",
+};
+
 function render(state) {
-  $("status").textContent = `Run ${state.run_status || "none"} · ${state.conversation_status} · ${state.connection} · seq ${state.seq}`;
+  const words = state.conversation_status === "completed" ? "This conversation is complete" : (RUN_WORDS[state.run_status] || "");
+  const connection = state.connection === "websocket" ? "Live" : state.connection === "polling" ? "Checking for updates" : "Not connected";
+  $("status").textContent = [words, connection].filter(Boolean).join(" · ");
   $("status").dataset.runStatus = state.run_status || "";
   $("status").dataset.connection = state.connection;
+  $("status").dataset.seq = state.seq;
   $("transcript").replaceChildren(...state.messages.map((m) => text("li", m.text, m.role)));
   $("continue").hidden = !["interrupted", "failed", "expired"].includes(state.run_status);
+  const done = state.conversation_status === "completed";
+  $("message").disabled = done;
+  $("composer").querySelector("[type=submit]").disabled = done;
+  renderCards(state);
   const box = $("conflict");
   if (state.conflict) {
     const accepted = state.conflict.accepted || {};
@@ -63,24 +186,45 @@ function render(state) {
 }
 
 async function main() {
+  if (!conversationId || !params.get("token")) {
+    $("status").textContent = "Open this page with ?conversation=<id>&token=<conversation token>.";
+    return;
+  }
   // ?socket=0 turns the websocket off, to watch the polling fallback (ETag / If-None-Match).
   const socket = params.get("socket") === "0" ? { WebSocket: null } : {};
   const client = new Waypoint({ baseUrl: location.origin, token: params.get("token"), ...socket });
-  const agent = await client.agent.open(conversationId, {
-    refreshIntervalMs: 2000,
-    tools: { pick_date: pickDate },
-    onError: (error) => { $("status").dataset.error = error.code || error.message; },
-  });
+  try {
+    agent = await client.agent.open(conversationId, {
+      refreshIntervalMs: 2000,
+      tools: TOOLS,
+      onError: (error) => {
+        $("status").dataset.error = error.code || error.message;
+        showProblem(error);
+      },
+    });
+  } catch (error) {
+    $("status").textContent = "Could not open the conversation.";
+    $("composer").hidden = true;
+    showProblem(error);
+    return;
+  }
   window.waypointAgent = agent; // for the browser console
   agent.subscribe(render);
   $("composer").addEventListener("submit", async (event) => {
     event.preventDefault();
     const message = $("message").value.trim();
     if (!message) return;
-    $("message").value = "";
-    await agent.send(message).catch((error) => { $("status").dataset.error = error.code; });
+    try {
+      await agent.send(message);
+      // Cleared only once the server took it: a refused message stays to be sent again.
+      if ($("message").value.trim() === message) $("message").value = "";
+      showProblem(null);
+    } catch (error) {
+      $("status").dataset.error = error.code || "network";
+      showProblem(error);
+    }
   });
-  $("continue").addEventListener("click", () => agent.continue());
+  $("continue").addEventListener("click", () => agent.continue().then(() => showProblem(null), showProblem));
 }
 
-main().catch((error) => { $("status").textContent = `Could not open the conversation: ${error.message}`; });
+main();

@@ -150,7 +150,7 @@ class TestToolWordsAndBoundsInTheConfiguration:
         ({"summary": ""}, 'tools[3].summary: a template of 1 to 300 characters, like "Refund {amount} for order {order_id}"'),
         ({"display_name": ["Refund"]}, "tools[3].display_name: text of 1 to 80 characters"),
         ({"parameters": {"type": "object", "properties": {"day": {"type": "string", "format": "date", "minimum": "soon"}}}},
-         "tools[3].parameters.properties.day: a date's minimum and maximum must be dates like 2026-12-24"),
+         "tools[3].parameters.properties.day: a date's minimum and maximum must be dates like 2026-12-24, or \"today\""),
         ({"parameters": {"type": "object", "properties": {"day": {"format": "date", "min": "2026-12-02", "max": "2026-12-01"}}}},
          "tools[3].parameters.properties.day: the minimum 2026-12-02 is after the maximum 2026-12-01"),
     ])

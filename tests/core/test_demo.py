@@ -4,13 +4,14 @@ import pytest
 from django.core.management import call_command
 
 from apps.actions.models import ActionLog
-from apps.agent import actions, history, turns
+from apps.agent import actions, history, tools, turns
 from apps.agent.actions import load_demo
 from apps.agent.demo import DEMO_INSTRUCTIONS
 from apps.agent.models import Assistant
 from apps.agent.providers import ModelRequest, provider_for
 from apps.agent.state import conversation_state
 from apps.conversations import queries
+from apps.conversations.errors import BadInput
 from apps.ledger import store
 from apps.ledger.replay import replay
 from tests.core.logs import answer, approve, turn
@@ -101,7 +102,7 @@ class TestTheDemoTellsTheTruth:
 
             approve(cid, clock)
 
-        assert reply(cid) == "Refund issued: 20 for order A-1." and len(shop.deliveries) == 1
+        assert reply(cid) == "Refund issued: $20 for order A-1." and len(shop.deliveries) == 1
 
     def test_when_the_shop_fails_it_says_nothing_was_refunded(self, settings, clock):
         with Receiver(status=500) as shop:
@@ -123,6 +124,32 @@ class TestTheDemoTellsTheTruth:
 
         assert texts == ["Your order A-1 is on its way.", "Booked for 2026-12-24.", "Thanks, I will look into order A-1."]
         assert not any("{" in text for text in texts)
+
+    def test_a_delivery_date_in_the_past_is_refused(self, settings, clock):
+        cid = demo_conversation(settings, clock, "When can you deliver?")
+
+        with pytest.raises(BadInput, match="Delivery date must be today or later"):
+            answer(cid, {"date": "2001-01-01"}, clock)
+
+        [call] = conversation_state(queries.conversation_for(cid))["pending_client_actions"]
+        assert call["tool"] == "pick_date"
+
+    def test_the_echo_adds_no_punctuation_after_the_message(self, settings, clock):
+        cid = demo_conversation(settings, clock, "are you there?")
+
+        assert reply(cid).startswith("You said: are you there?\n\nTry asking")
+
+    def test_a_refund_names_its_currency_on_the_card_and_in_the_reply(self, settings, clock):
+        with Receiver() as shop:
+            cid = demo_conversation(settings, clock, "I want a refund", hook=shop.url)
+            [call] = conversation_state(queries.conversation_for(cid))["pending_client_actions"]
+            refund = next(t for t in queries.conversation_for(cid).assistant.config["tools"] if t["name"] == "issue_refund")
+            worded = tools.summary(refund, call["arguments"])
+
+            approve(cid, clock)
+
+        assert worded == "Refund $20 for order A-1"
+        assert reply(cid) == "Refund issued: $20 for order A-1."
 
     def test_a_branched_conversation_replays_and_the_model_answers_the_same_from_its_history(self, settings, clock):
         cid = demo_conversation(settings, clock, "I want a refund")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from apps.agent import tools
@@ -88,3 +90,39 @@ class TestPersonaName:
     ])
     def test_names_each_kind_of_persona_for_people(self, persona, name):
         assert persona_name(persona) == name
+
+
+class TestTodayAsADateBound:
+    DATE = {"type": "string", "format": "date", "title": "Delivery date", "minimum": "today"}
+    TOOL = {"name": "pick_date", "kind": "client", "parameters": {"type": "object", "properties": {"date": DATE}}}
+
+    def test_the_form_shows_the_day_it_is_rendered_as_the_minimum(self):
+        assert tools.date_bounds(self.DATE, today=date(2026, 12, 3)) == ("2026-12-03", "")
+
+    def test_a_past_date_is_refused_in_words(self):
+        problem = tools.answer_problem(self.TOOL, {"date": "2001-01-01"}, today=date(2026, 12, 3))
+
+        assert problem == "Delivery date must be today or later"
+
+    def test_a_person_whose_date_is_still_yesterday_may_pick_it(self):
+        assert tools.answer_problem(self.TOOL, {"date": "2026-12-02"}, today=date(2026, 12, 3)) == ""
+        assert tools.answer_problem(self.TOOL, {"date": "2026-12-01"}, today=date(2026, 12, 3))
+
+    def test_the_configuration_check_takes_today_and_refuses_other_words(self):
+        problems: list[str] = []
+
+        tools.check_date_bounds(self.TOOL, "tools[0]", problems)
+        tools.check_date_bounds({**self.TOOL, "parameters": {"properties": {"date": {**self.DATE, "maximum": "tomorrow"}}}},
+                                "tools[1]", problems)
+
+        assert problems == ['tools[1].parameters.properties.date: a date\'s minimum and maximum must be dates like 2026-12-24, or "today"']
+
+
+class TestBareAddressesInMessages:
+    def test_a_bare_web_address_becomes_a_link_that_opens_apart(self):
+        html = presenters.render_markdown("Track it at https://shop.example.com/track?o=A-1 today")
+
+        assert '<a href="https://shop.example.com/track?o=A-1" target="_blank" rel="noopener noreferrer nofollow">' in html
+
+    def test_a_script_address_stays_text(self):
+        assert "<a" not in presenters.render_markdown("javascript:alert(1) and [x](javascript:alert(1))")

@@ -62,9 +62,10 @@ def answer(client):
 
 
 def enabled_inputs(html: str) -> list[str]:
-    """Text inputs, text areas and buttons that are not disabled (hidden inputs excluded)."""
+    """Text inputs, text areas and buttons that are not disabled (hidden inputs, Close and Copy link excluded: they write nothing)."""
     tags = re.findall(r"<(?:input|textarea|button)\b[^>]*>", html)
-    return [t for t in tags if 'type="hidden"' not in t and " disabled" not in t and "data-close-widget" not in t]
+    return [t for t in tags if 'type="hidden"' not in t and " disabled" not in t and "data-close-widget" not in t
+            and "data-copy-link" not in t]
 
 
 def frame_ancestors(response) -> str:

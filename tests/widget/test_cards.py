@@ -1,5 +1,6 @@
 import json
 import re
+from datetime import UTC, datetime
 
 import pytest
 
@@ -225,6 +226,15 @@ class TestDecliningCards:
         html = page(conversation).content.decode()
 
         assert 'type="date" min="2026-12-01" max="2026-12-31" required' in html
+
+    def test_a_today_bound_is_the_date_the_card_is_shown(self, page, make_assistant, started):
+        tool = {**DATE_TOOL, "parameters": {"type": "object", "properties": {
+            "date": {"type": "string", "format": "date", "title": "Delivery date", "minimum": "today"}}}}
+        conversation = started("when?", assistant=make_assistant(model=DECLINING, tools=[tool]))
+
+        html = page(conversation).content.decode()
+
+        assert f'type="date" min="{datetime.now(UTC).date().isoformat()}" required' in html
 
     def test_a_date_outside_its_bounds_is_refused_with_a_message_for_people(self, page, make_assistant, started, answer):
         conversation = started("when?", assistant=make_assistant(model=DECLINING, tools=[DATE_TOOL]))

@@ -44,7 +44,10 @@ class Command(BaseCommand):
                 pass
 
         server = ThreadingHTTPServer((bind, port), Shop)
-        self.stdout.write(f"demo shop on http://{bind}:{port}/ embedding assistant {assistant} from {widget_url}", ending="\n")
+        # The shop must be another site than the widget's 127.0.0.1 to show embedding as it really is, so
+        # the address to open on this machine is localhost (README's), whatever loopback address it binds.
+        shown = "localhost" if bind in ("127.0.0.1", "0.0.0.0", "::", "::1") else bind
+        self.stdout.write(f"demo shop on http://{shown}:{port}/ embedding assistant {assistant} from {widget_url}", ending="\n")
         self.stdout.flush()
         try:
             server.serve_forever()

@@ -1,0 +1,112 @@
+"""The SDK demo page (`/static/waypoint/sdk-demo.html`), the embedding developer's reference: a card for every pending kind."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from e2e.embedding import embedding_backend
+
+CONFIG = {
+    "name": "SDK demo desk",
+    "model": {"provider": "scripted", "rules": [
+        {"match": "refund", "steps": [{"call": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}},
+                                      {"when": "approved", "say": "Refund issued for A-1."},
+                                      {"when": "denied", "say": "No refund then."}]},
+        {"match": "help", "steps": [{"call": "ask_question", "arguments": {"question": "Which order is this about?"}},
+                                    {"when": "declined", "say": "Fine, no order."},
+                                    {"say": "Thanks, I will look into {result.answer}."}]},
+        {"match": "scan", "steps": [{"call": "scan_barcode", "arguments": {"shelf": "B-4"}},
+                                    {"when": "declined", "say": "No scan then."}, {"say": "Scanned."}]},
+    ], "fallback": [{"say": "You said: {message}"}]},
+    "tools": [
+        {"name": "issue_refund", "kind": "server", "action": "echo", "requires_approval": True},
+        {"name": "scan_barcode", "kind": "client", "parameters": {"type": "object", "properties": {"shelf": {"type": "string"}}}},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def backend(waypoint_server):
+    with embedding_backend(waypoint_server, "e2e-sdk-demo", CONFIG) as start:
+        yield start
+
+
+def open_demo(browser, server, started: dict, token: str | None = None):
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page.goto(f"{server.url}/static/waypoint/sdk-demo.html?conversation={started['conversation_id']}"
+              f"&token={token or started['token']}")
+    return page
+
+
+def test_an_approval_has_a_card_with_approve_and_deny(browser, waypoint_server, backend, screenshots, accessibility):
+    page = open_demo(browser, waypoint_server, backend("I want a refund"))
+
+    card = page.get_by_role("form", name="Approve issue_refund?")
+    expect(card).to_be_visible(timeout=10_000)
+    expect(card).to_contain_text("A-1")
+    expect(page.locator("#status")).to_contain_text("Waiting for your answer")
+    screenshots(page, "sdk-demo-approval")
+    accessibility(page)
+    card.get_by_role("button", name="Approve").click()
+
+    expect(page.get_by_role("log")).to_contain_text("Refund issued for A-1.", timeout=10_000)
+    expect(card).to_have_count(0)
+    page.context.close()
+
+
+def test_a_question_has_a_card_to_answer_or_skip(browser, waypoint_server, backend, screenshots, accessibility):
+    page = open_demo(browser, waypoint_server, backend("help please"))
+
+    card = page.get_by_role("form", name="Which order is this about?")
+    expect(card).to_be_visible(timeout=10_000)
+    screenshots(page, "sdk-demo-question")
+    accessibility(page)
+    card.get_by_label("Your answer").fill("order A-7")
+    card.get_by_role("button", name="Submit").click()
+
+    expect(page.get_by_role("log")).to_contain_text("Thanks, I will look into order A-7.", timeout=10_000)
+    page.context.close()
+
+
+def test_a_client_tool_without_a_handler_says_it_waits_for_the_application_and_can_be_cancelled(browser, waypoint_server, backend):
+    page = open_demo(browser, waypoint_server, backend("scan the shelf"))
+
+    card = page.get_by_role("form", name="Waiting for the application: scan_barcode")
+    expect(card).to_contain_text("B-4", timeout=10_000)
+    card.get_by_role("button", name="Cancel").click()
+
+    expect(page.get_by_role("log")).to_contain_text("No scan then.", timeout=10_000)
+    page.context.close()
+
+
+def test_a_message_that_could_not_be_sent_stays_with_a_visible_error(browser, waypoint_server, backend, screenshots, accessibility):
+    page = open_demo(browser, waypoint_server, backend("hello"))
+    expect(page.get_by_role("log")).to_contain_text("You said: hello", timeout=10_000)
+    page.route("**/turns", lambda route: route.abort())
+
+    page.get_by_label("Message").fill("are you there")
+    page.get_by_role("button", name="Send").click()
+
+    expect(page.get_by_role("alert")).to_contain_text("We could not reach the server", timeout=10_000)
+    expect(page.get_by_label("Message")).to_have_value("are you there")
+    screenshots(page, "sdk-demo-send-failed")
+    accessibility(page)
+    page.unroute("**/turns")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("log")).to_contain_text("You said: are you there", timeout=10_000)
+    expect(page.get_by_role("alert")).to_have_count(0)
+    expect(page.get_by_label("Message")).to_have_value("")
+    page.context.close()
+
+
+def test_a_bad_token_is_told_in_words(browser, waypoint_server, backend, screenshots, accessibility):
+    page = open_demo(browser, waypoint_server, backend("hello"), token="not-a-token")
+
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("token is wrong or has expired", timeout=10_000)
+    expect(alert).not_to_contain_text("unauthorized")
+    expect(page.get_by_label("Message")).to_be_hidden()
+    screenshots(page, "sdk-demo-bad-token")
+    accessibility(page)
+    page.context.close()
