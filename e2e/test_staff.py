@@ -200,3 +200,27 @@ def test_every_staff_page_passes_axe_in_light_and_dark_mode(browser, waypoint_se
         expect(page.get_by_role("link", name=section)).to_have_attribute("aria-current", "page")
         accessibility(page)
     context.close()
+
+
+def test_a_staff_resolution_reaches_the_customer_page_that_stayed_open(browser, waypoint_server, panel, crash_a_refund, screenshots):
+    crashed = crash_a_refund(waypoint_server)
+    customer = browser.new_context().new_page()
+    customer.goto(f"{waypoint_server.url}/c/{crashed['conversation_id']}?token={crashed['token']}")
+    cards = customer.locator("#cards")
+    expect(cards).to_contain_text("We are checking whether it went through", timeout=30_000)
+    expect(customer.locator("#conversation")).to_have_attribute("data-live", "ws", timeout=10_000)
+    customer.evaluate("() => { window.keptSinceLoad = true; }")  # gone if the page reloads
+    staff = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    log_in(staff, waypoint_server, *panel["login"])
+
+    staff.goto(waypoint_server.url + "/staff/quarantine/")
+    card = staff.locator(f"#run-{crashed['run_id']}")
+    card.get_by_label("What you confirmed").fill("Refund R-2 exists in the shop")
+    card.get_by_role("button", name="Mark as done").click()
+
+    expect(cards).to_contain_text("Our team has since confirmed that it went through.", timeout=10_000)
+    expect(cards).not_to_contain_text("We are checking whether it went through")
+    assert customer.evaluate("() => window.keptSinceLoad === true")
+    screenshots(customer, "customer-confirmed-done-live")
+    customer.context.close()
+    staff.context.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -270,14 +271,19 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     if state["can_continue"]:
         state["interruption"] = interruption(state, by_name)
     state["last_progress"] = progress_line(state, by_name) if state["active"] else ""
-    # What decides whether the cards must be re-rendered: while it is unchanged a push leaves the
-    # cards (and whatever the visitor is typing into them) alone.
-    state["cards_key"] = "|".join(
-        [str(state["run_id"]), str(state["run_status"]), state["conversation_status"],
-         *(c["call_id"] for c in state["pending_client_actions"]),
-         *(f"{c['call_id']}={c['status']}" for c in state["answered_client_actions"])]
+    # The cards are keyed on what they show: a push replaces them when that changed (a staff
+    # resolution changes only the interruption's words) and otherwise leaves them, and whatever the
+    # visitor is typing into them, alone.
+    state["cards_key"] = digest(
+        state["run_id"], state["run_status"], state["conversation_status"], state["pending_client_actions"],
+        [(c["call_id"], c["status"]) for c in state["expired_client_actions"]], state.get("interruption"),
     )
     return state
+
+
+def digest(*shown: Any) -> str:
+    """A short digest of what a fragment shows, for its `data-key`."""
+    return hashlib.sha256(json.dumps(shown, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
 def attributed(state: dict[str, Any], *, viewer: str) -> dict[str, Any]:
@@ -341,7 +347,7 @@ def viewer_context(state: dict[str, Any], *, conversation, token: str, persona: 
     can_write = "write" in permissions and state["conversation_status"] != "completed"
     # While the facts (and what this viewer may do with them) are unchanged, a push leaves the
     # section alone, so a list the visitor opened stays open.
-    memory_key = "|".join([str(can_write), *(f["fact_id"] for f in state["memory"])])
+    memory_key = digest(can_write, [(f["fact_id"], f["text"]) for f in state["memory"]])
     return {"state": state, "assistant": conversation.assistant, "token": token, "persona": persona, "who": who,
             "embed": embed, "can_write": can_write, "memory_key": memory_key, **extra}
 

@@ -6,10 +6,12 @@ from django.urls import reverse
 
 from apps.actions.models import ActionLog
 from apps.agent import actions as conversation_actions
+from apps.conversations import queries
 from apps.ledger import replay
 from apps.ledger.models import Event
 from apps.runs.models import WorkflowLog
 from apps.staff import actions
+from apps.widget import pushes
 from tests.staff.conftest import state
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -103,6 +105,21 @@ class TestMarkAsDone:
             '"status": "done"}.')
         assert receiver.deliveries == []  # nothing was sent again
         assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
+
+    def test_the_push_to_an_open_customer_page_replaces_the_card_with_the_confirmed_words(self, quarantined, clock):
+        q = quarantined()
+        cid = q["conversation_id"]
+        viewer = pushes.Viewer(token=q["token"], persona=q["persona"], permissions=frozenset({"view", "write"}), embed=None)
+        shown = pushes.html(cid, viewer=viewer, since=None, announced=0, load=lambda: queries.conversation_for(cid))
+
+        actions.resolve_quarantine(run_id=q["run_id"], resolution="done", note="R-1 exists", actor="staff:ops", now=clock())
+        head = queries.conversation_head(cid)
+        pushed = pushes.html(cid, viewer=viewer, since=shown.shown, announced=head, load=lambda: queries.conversation_for(cid))
+
+        assert "We are checking whether it went through" in shown.text
+        assert '<section id="cards" hx-swap-oob="true"' in pushed.text
+        assert "Our team has since confirmed that it went through." in pushed.text
+        assert pushed.shown.cards != shown.shown.cards
 
     def test_a_result_the_log_cannot_sign_as_json_is_kept_as_text(self, quarantined, clock):
         q = quarantined()
