@@ -311,16 +311,25 @@ def in_log_order(messages: list[dict[str, Any]], receipts: list[dict[str, Any]])
     return sorted([*messages, *receipts], key=lambda block: block["seq"])
 
 
-def conflict_notice(call: dict[str, Any], config: dict[str, Any], *, output: Any, answered_by: str, viewer: str) -> dict[str, str]:
-    """What the person whose answer lost is told: the card in people's words, the answer that counts, and whose it is."""
+def conflict_notice(call: dict[str, Any], config: dict[str, Any], *, output: Any, answered_by: str, viewer: str,
+                    same: bool = False) -> dict[str, Any]:
+    """
+    What the person whose answer did not count is told: the card in people's words, the answer that counts, and where it came from.
+
+    `same`: the answer that counts is the one this person gave too (two windows of one link, or two
+    people who agreed), so nothing failed: they are told it was already done, not that theirs lost.
+    """
     tool = next((t for t in config.get("tools", []) if t.get("name") == call["tool"]), {})
     if not answered_by:
-        who = ""
+        where = ""
     elif answered_by == viewer:
-        who = "you, in another window"  # the same link open twice: the other tab's answer came first
+        where = "in another window"  # the same link open twice: the other tab's answer came first
     else:
-        who = persona_name(answered_by)
-    return {"title": _title(call, tool), "answered_by": who, "output_text": describe_output(output, call["kind"])}
+        where = f"by {persona_name(answered_by)}"
+    words = describe_output(output, call["kind"])
+    done = words.lower() if words in ("Approved", "Denied", "Skipped", "Cancelled") else "answered"
+    return {"title": _title(call, tool), "where": where, "output_text": words, "same": same, "done": done,
+            "decision": call["kind"] == "approval" or done != "answered"}
 
 
 def answerer(persona: str, *, viewer: str) -> str:
