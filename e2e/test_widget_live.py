@@ -73,8 +73,9 @@ def test_two_browsers_see_one_approval_and_the_later_approve_shows_the_accepted_
     page_b.get_by_role("button", name="Approve").click()
 
     notice = page_b.locator("#notices")
-    expect(notice).to_contain_text("Someone else already answered")
-    expect(notice).to_contain_text("Approved")
+    expect(notice).to_contain_text("Already approved")  # the same answer: nothing failed, nothing more to do
+    expect(notice).to_contain_text("was already approved in another window")
+    expect(notice).not_to_contain_text("Someone else")
     expect(page_b.locator("#transcript .receipt")).to_contain_text("Approved")
     screenshots(page_b, "conflict")
     after = refunds(widget_server)
