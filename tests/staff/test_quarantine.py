@@ -235,7 +235,8 @@ class TestContinueBeforeAResolution:
         assert datetime.fromisoformat(link["attempted_at"]) == started_at
         page = client.get(reverse("widget:conversation", args=[q["conversation_id"]]), {"token": q["token"]}).content.decode()
         assert "This may already have been done." in page
-        assert f"An earlier attempt at {started_at:%H:%M} UTC was interrupted, and it may already have gone through." in page
+        assert (f'We tried this at <time class="local-time" datetime="{link["attempted_at"]}">{started_at:%H:%M} UTC</time>, '
+                "but were interrupted before we heard back, so it may already have gone through.") in page
 
     def test_approving_the_reattempt_sends_it_under_the_first_attempts_key_once(self, quarantined, clock, receiver):
         q = quarantined()
