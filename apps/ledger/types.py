@@ -241,6 +241,22 @@ class QuarantineResolved(EventKind):
     customer_visible: bool = False
 
 
+@_kind("quarantine_settled")
+@dataclass(frozen=True)
+class QuarantineSettled(EventKind):
+    """
+    A re-attempt succeeded under the key of a quarantined attempt, so its outcome is known: the quarantine ends.
+
+    Appended with the re-attempt's `action_finished`, in the re-attempt's turn; the fields name the
+    quarantined attempt (`run_id`, `turn_id`, `call_id`) and the call that settled it (`by_call_id`).
+    """
+
+    run_id: str
+    turn_id: str
+    call_id: str
+    by_call_id: str
+
+
 @_kind("conversation_completed")
 @dataclass(frozen=True)
 class ConversationCompleted(EventKind):

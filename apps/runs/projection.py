@@ -21,6 +21,7 @@ from apps.ledger.types import (
     IngressDirective,
     ModelRound,
     QuarantineResolved,
+    QuarantineSettled,
     QuestionRequest,
     QuestionResponse,
     TurnAmbiguous,
@@ -242,6 +243,12 @@ def _(event: TurnRetried, at: Entry) -> Iterator[Change]:
         yield _run(event.run_id, at, status=RunStatus.RUNNING, progress=f"Retrying after {event.reason}")
     else:
         yield _run(event.run_id, at, status=RunStatus.RUNNING, progress="Resumed after an interruption")
+
+
+@projection.handles(QuarantineSettled)
+def _(event: QuarantineSettled, at: Entry) -> Iterator[Change]:
+    # The run stays interrupted (its turn is over); only the decision staff were asked for is gone.
+    yield _run(event.run_id, at, progress="Quarantine settled: a re-attempt succeeded", quarantined=False)
 
 
 @projection.handles(QuarantineResolved)

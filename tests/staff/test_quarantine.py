@@ -211,12 +211,12 @@ class TestResolutionRules:
             actions.resolve_quarantine(run_id=q["run_id"], resolution="not_done_retry", note="", actor="staff:ops", now=clock())
 
 
-def approve(cid, call, clock, persona="guest:alice"):
+def approve(cid, call, clock, persona="guest:alice", decision="approve"):
     from apps.agent import actions as conversation_actions
 
     return conversation_actions.accept_results(
         conversation_id=cid, run_id=state(cid)["run_id"], persona=persona, now=clock(),
-        results=[{"call_id": call["call_id"], "output": {"decision": "approve",
+        results=[{"call_id": call["call_id"], "output": {"decision": decision,
                                                          "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}])
 
 
@@ -266,9 +266,42 @@ class TestContinueBeforeAResolution:
         assert "a re-attempt waits for approval" in staff_client.get(queue).content.decode()
 
         [pending] = state(q["conversation_id"])["pending_client_actions"]
+        approve(q["conversation_id"], pending, clock, decision="deny")
+        assert "a re-attempt waits for approval" not in staff_client.get(queue).content.decode()
+        assert f'id="run-{q["run_id"]}"' in staff_client.get(queue).content.decode()  # denied: still unknown
+
+    def test_a_successful_reattempt_settles_the_quarantine_in_the_log_and_it_leaves_the_queue(self, staff_client, quarantined, clock):
+        q = quarantined()
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+        [pending] = state(q["conversation_id"])["pending_client_actions"]
+
         approve(q["conversation_id"], pending, clock)
-        page = staff_client.get(queue).content.decode()
-        assert "a re-attempt went out at" in page and "under the same idempotency key, and it succeeded" in page
+
+        settled = Event.objects.get(conversation_id=q["conversation_id"], kind="quarantine_settled")
+        assert json.loads(settled.payload) == {"run_id": q["run_id"], "turn_id": q["turn_id"], "call_id": q["call_id"],
+                                   "by_call_id": pending["call_id"]}
+        assert not WorkflowLog.objects.get(run_id=q["run_id"]).quarantined
+        assert ActionLog.objects.get(turn_id=q["turn_id"], call_id=q["call_id"]).status == "settled"
+        assert f'id="run-{q["run_id"]}"' not in staff_client.get(reverse("staff:quarantine")).content.decode()
+        listed = staff_client.get(reverse("staff:conversations"), {"quarantined": "1"}).content.decode()
+        assert q["conversation_id"] not in listed
+        assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
+
+    def test_the_list_says_why_a_conversation_whose_later_turn_finished_is_still_quarantined(self, staff_client, quarantined, clock):
+        q = quarantined()
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+        [pending] = state(q["conversation_id"])["pending_client_actions"]
+        approve(q["conversation_id"], pending, clock, decision="deny")
+
+        listed = staff_client.get(reverse("staff:conversations"), {"quarantined": "1"}).content.decode()
+
+        row = listed[listed.index(f'id="conversation-{q["conversation_id"]}"'):]
+        row = row[:row.index("</tr>")]
+        assert '<span class="badge completed">completed</span>' in row and '<span class="badge quarantined">quarantined</span>' in row
+        assert f'href="/staff/quarantine/#run-{q["run_id"]}"' in row
+        assert "The outcome of “issue_refund” is unknown: it waits for your decision." in row
 
     def test_done_may_still_be_recorded_and_a_later_identical_call_is_a_new_action(self, quarantined, clock):
         q = quarantined()
