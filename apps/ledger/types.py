@@ -217,6 +217,22 @@ class TurnAmbiguous(EventKind):
     idempotency_key: str
 
 
+@_kind("turn_superseded")
+@dataclass(frozen=True)
+class TurnSuperseded(EventKind):
+    """
+    The customer wrote instead of answering: the run's pending requests are declined and its turn ends.
+
+    `reason` is the message that takes their place (the next turn's, appended in the same commit);
+    the model of a later turn reads each call's outcome as `{"declined": true, "reason": …}`.
+    """
+
+    run_id: str
+    call_ids: list
+    reason: str
+    declined_by: str = ""
+
+
 @_kind("turn_retried")
 @dataclass(frozen=True)
 class TurnRetried(EventKind):

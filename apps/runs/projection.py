@@ -30,6 +30,7 @@ from apps.ledger.types import (
     TurnExpired,
     TurnFailed,
     TurnRetried,
+    TurnSuperseded,
 )
 from apps.runs.machine import RunStatus
 
@@ -235,6 +236,16 @@ def _(event: TurnAmbiguous, at: Entry) -> Iterator[Change]:
     yield _run(
         event.run_id, at, status=RunStatus.INTERRUPTED, progress=f"Interrupted: the outcome of {event.tool} is unknown", quarantined=True
     )
+
+
+@projection.handles(TurnSuperseded)
+def _(event: TurnSuperseded, at: Entry) -> Iterator[Change]:
+    for call_id in event.call_ids:
+        yield Change("tool_usage_logs", (event.run_id, call_id), set={
+            "status": "declined", "output": {"declined": True, "reason": event.reason}, "answered_by": event.declined_by,
+            "answered_at": at.created_at, "accepted_seq": at.seq,
+        })
+    yield _run(event.run_id, at, status=RunStatus.COMPLETED, progress="Closed: the customer wrote instead", pending=[])
 
 
 @projection.handles(TurnRetried)

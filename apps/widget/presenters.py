@@ -261,12 +261,18 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         call["block"], call["dom_id"] = "receipt", f"receipt-{call['run_id']}-{call['call_id']}"
     for call in [*state["answered_client_actions"], *state["receipts"]]:
         call["title"] = _title(call, by_name.get(call["tool"], {}))
-        call["declined"] = call["output"] == DECLINED
-        call["output_text"] = "Expired" if call["status"] == "expired" else describe_output(call["output"], call["kind"])
+        call["declined"] = call["output"] == DECLINED or call["status"] == "declined"
+        if call["status"] in ("expired", "declined"):
+            # Declined: the customer wrote instead of answering (`turn_superseded`).
+            call["output_text"] = "Expired" if call["status"] == "expired" else "Declined: a message was sent instead"
+        else:
+            call["output_text"] = describe_output(call["output"], call["kind"])
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
     # An answered request is a receipt in the transcript; one that expired unanswered stays among the cards.
     state["expired_client_actions"] = [c for c in state["answered_client_actions"] if c["status"] == "expired"]
     state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed"
+    # Send waits only for a running turn: a message sent while a card waits declines the card.
+    state["busy"] = state["active"] and state["run_status"] == "running"
     state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in CONTINUABLE
     if state["can_continue"]:
         state["interruption"] = interruption(state, by_name)

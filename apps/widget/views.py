@@ -288,7 +288,7 @@ def send(request: HttpRequest, conversation_id: str) -> HttpResponse:
     try:
         started = actions.start_turn(
             conversation_id=conversation_id, message=request.POST.get("message", ""), persona=grant.persona,
-            edge=grant.edge, now=timezone.now(), expected_seq=expected_seq,
+            edge=grant.edge, now=timezone.now(), expected_seq=expected_seq, decline_pending=True,
         )
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, send_error=_send_problem(exc, conversation_id))

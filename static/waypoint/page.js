@@ -339,11 +339,13 @@
       document.querySelectorAll(".expected-seq").forEach((input) => { input.value = status.dataset.seq || "0"; });
       const run = status.dataset.runStatus;
       const button = document.querySelector(".send-form .send-button");
-      if (button && !button.closest("form").classList.contains("htmx-request")) button.disabled = run === "running" || run === "waiting";
+      // A message may be sent while a card waits: the server declines the card with it (docs/widget.md).
+      if (button && !button.closest("form").classList.contains("htmx-request")) button.disabled = run === "running";
       const hint = document.getElementById("composer-hint");
       if (hint) {
         const answerable = document.querySelector("#cards form.card");
-        hint.textContent = run === "waiting" ? (answerable ? "Answer the request above to continue." : "Waiting for the application…") : "";
+        hint.textContent = run === "waiting" ? (answerable ? "Answer the request above, or send a message instead: it declines the request."
+          : "Waiting for the application… A message you send instead cancels the request.") : "";
       }
     }
 
