@@ -1,4 +1,5 @@
 import json
+import re
 from datetime import datetime
 
 import pytest
@@ -253,6 +254,18 @@ class TestContinueBeforeAResolution:
         assert repeat.idempotency_key == f"{q['turn_id']}:{q['call_id']}"
         assert (repeat.reattempt_of["turn_id"], repeat.reattempt_of["call_id"]) == (q["turn_id"], q["call_id"])
         assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
+
+    def test_the_reattempts_approval_reads_as_a_second_try_beside_the_first(self, quarantined, clock, client):
+        q = quarantined()
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+        [pending] = state(q["conversation_id"])["pending_client_actions"]
+
+        approve(q["conversation_id"], pending, clock)
+
+        page = client.get(reverse("widget:conversation", args=[q["conversation_id"]]), {"token": q["token"]}).content.decode()
+        titles = re.findall(r'<span class="answered-title">([^<]*)</span>', page)
+        assert titles == ["Issue refund", "Second try: Issue refund"]
 
     def test_the_queue_says_whether_the_customer_continued_and_what_became_of_the_reattempt(
         self, staff_client, quarantined, clock
