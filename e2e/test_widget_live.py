@@ -322,3 +322,26 @@ def test_a_message_written_while_a_card_waits_declines_the_card_and_is_answered(
     screenshots(page, "declined-by-a-message")
     accessibility(page)
     context.close()
+
+
+def test_in_the_widget_a_message_written_while_a_card_waits_declines_the_card(browser, demo_shop, screenshots):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    shop = context.new_page()
+    shop.goto(demo_shop + "/")
+    expect(shop.locator("html")).to_have_attribute("data-waypoint-ready", "1", timeout=15_000)
+    shop.get_by_role("button", name="Open chat").click()
+    chat = shop.frame_locator("iframe[title=Chat]")
+    send(chat, "I want a refund")
+    expect(chat.get_by_role("button", name="Approve")).to_be_visible(timeout=10_000)
+    expect(chat.locator("#composer-hint")).to_have_text("Answer the request above, or send a message instead: it declines the request.")
+
+    send(chat, "Actually, never mind that")
+
+    expect(chat.get_by_role("log")).to_contain_text("You said: Actually, never mind that", timeout=10_000)
+    expect(chat.get_by_role("button", name="Approve")).to_have_count(0)
+    expect(chat.get_by_role("log").locator(".receipt")).to_contain_text("Declined: a message was sent instead")
+    # In the log's order: the declined card, then the message that declined it.
+    order = chat.get_by_role("log").locator(".receipt, .message.user").evaluate_all("(els) => els.map((e) => e.className)")
+    assert [c.split()[0] for c in order] == ["message", "receipt", "message"], order
+    screenshots(shop, "widget-declined-by-a-message")
+    context.close()

@@ -1,6 +1,7 @@
 """A message sent while a card waits declines the card, with the message as the reason, and becomes the next turn."""
 
 import json
+import re
 
 import pytest
 
@@ -90,6 +91,16 @@ class TestWritingWhileACardWaits:
         assert any('class="send-button"' in tag for tag in enabled_inputs(waiting))
         assert "Answer the request above, or send a message instead: it declines the request." in waiting
         assert "Declined: a message was sent instead" in after and "You said: Actually, never mind that" in after
+
+    def test_the_senders_reply_shows_the_declined_card_before_the_message_as_the_log_has_them(self, started, send, settle):
+        conversation = started("I want a refund")
+
+        with settle():
+            html = send(conversation, "Actually, never mind that", htmx=True).content.decode()
+
+        blocks = re.findall(r'<div id="((?:message|receipt)-[^"]+)"', html)
+        assert [b.split("-")[0] for b in blocks] == ["receipt", "message"]
+        assert "Declined: a message was sent instead" in html
 
     def test_a_running_turn_still_refuses_a_message(self, client, started, clock):
         conversation = started("hello")
