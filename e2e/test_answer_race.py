@@ -86,6 +86,43 @@ def test_on_the_page_the_browser_whose_answer_lost_is_told_the_accepted_answer(b
     bob.close()
 
 
+def test_two_windows_that_approve_at_once_are_told_it_was_already_approved_not_that_they_lost(
+    browser, widget_server, start_conversation, screenshots, accessibility
+):
+    alice, bob = browser.new_context(), browser.new_context()
+    page_a = alice.new_page()
+    link = start_conversation(page_a, widget_server, "I want a refund")
+    page_b = bob.new_page()
+    page_b.goto(link)
+    pages = (page_a, page_b)
+    for page in pages:
+        expect(page.get_by_role("button", name="Approve")).to_be_visible(timeout=10_000)
+        expect(page.locator("#conversation")).to_have_attribute("data-live", "ws", timeout=10_000)
+    statuses = [answers(page, page, push_first=False) for page in pages]
+    at = page_a.evaluate("Date.now() + 500")
+
+    for page in pages:
+        page.evaluate(CLICK_AT, [at, "Approve"])
+
+    for _ in range(150):
+        if all(statuses):
+            break
+        page_a.wait_for_timeout(100)
+    assert [s[0] for s in statuses] == [200, 200], statuses
+    told = [page for page in pages if "Already approved" in page.locator("#notices").inner_text()]
+    assert len(told) == 1, [page.locator("#notices").inner_text() for page in pages]
+    notice = told[0].locator("#notices")
+    expect(notice).to_contain_text("was already approved in another window. There is nothing more to do.")
+    for page in pages:
+        expect(page.locator("#notices")).not_to_contain_text("Someone else already answered")
+        expect(page.locator("#notices")).not_to_contain_text("not applied")
+        expect(page.locator("#transcript .receipt")).to_contain_text("Approved", timeout=10_000)
+    screenshots(told[0], "race-same-answer")
+    accessibility(told[0])
+    alice.close()
+    bob.close()
+
+
 def widget_in_shop(browser, demo_shop, kept: dict | None = None):
     """The demo shop with its chat open; `kept` makes the widget resume that conversation."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})

@@ -52,7 +52,7 @@ def test_a_staff_member_inspects_verifies_and_resolves_a_quarantined_turn(browse
     page.goto(waypoint_server.url + "/staff/")
     screenshot(page, "staff-conversations")
 
-    page.locator(f"#conversation-{cid} a").click()
+    page.locator(f"#conversation-{cid} a.mono").click()
     expect(page.get_by_role("heading", name="Conversation")).to_contain_text(cid)
     expect(page.locator("#timeline")).to_contain_text("turn_ambiguous")
     expect(page.locator("#summary")).to_contain_text("entries verify")
@@ -200,3 +200,57 @@ def test_every_staff_page_passes_axe_in_light_and_dark_mode(browser, waypoint_se
         expect(page.get_by_role("link", name=section)).to_have_attribute("aria-current", "page")
         accessibility(page)
     context.close()
+
+
+def test_a_staff_resolution_reaches_the_customer_page_that_stayed_open(browser, waypoint_server, panel, crash_a_refund, screenshots):
+    crashed = crash_a_refund(waypoint_server)
+    customer = browser.new_context().new_page()
+    customer.goto(f"{waypoint_server.url}/c/{crashed['conversation_id']}?token={crashed['token']}")
+    cards = customer.locator("#cards")
+    expect(cards).to_contain_text("We are checking whether it went through", timeout=30_000)
+    expect(customer.locator("#conversation")).to_have_attribute("data-live", "ws", timeout=10_000)
+    customer.evaluate("() => { window.keptSinceLoad = true; }")  # gone if the page reloads
+    staff = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    log_in(staff, waypoint_server, *panel["login"])
+
+    staff.goto(waypoint_server.url + "/staff/quarantine/")
+    card = staff.locator(f"#run-{crashed['run_id']}")
+    card.get_by_label("What you confirmed").fill("Refund R-2 exists in the shop")
+    card.get_by_role("button", name="Mark as done").click()
+
+    expect(cards).to_contain_text("Our team has since confirmed that it went through.", timeout=10_000)
+    expect(cards).not_to_contain_text("We are checking whether it went through")
+    assert customer.evaluate("() => window.keptSinceLoad === true")
+    screenshots(customer, "customer-confirmed-done-live")
+    customer.context.close()
+    staff.context.close()
+
+
+def test_the_quarantined_filter_shows_why_each_row_is_there_and_a_settled_one_leaves(
+    browser, waypoint_server, panel, crash_a_refund, screenshots, accessibility
+):
+    denied, settled = crash_a_refund(waypoint_server), crash_a_refund(waypoint_server)
+    customer = browser.new_context().new_page()
+    for crashed, button in ((denied, "Deny"), (settled, "Approve")):
+        customer.goto(f"{waypoint_server.url}/c/{crashed['conversation_id']}?token={crashed['token']}")
+        customer.get_by_role("button", name="Continue").click(timeout=30_000)
+        customer.locator(".card.approval").get_by_role("button", name=button).click(timeout=10_000)
+        expect(customer.locator("#status")).to_have_attribute("data-run-status", "completed", timeout=10_000)
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    log_in(page, waypoint_server, *panel["login"])
+
+    page.goto(waypoint_server.url + "/staff/?quarantined=1")
+
+    row = page.locator(f"#conversation-{denied['conversation_id']}")
+    expect(row.locator(".badge.completed")).to_have_text("completed")  # its latest turn finished
+    expect(row.locator(".badge.quarantined")).to_have_text("quarantined")
+    expect(row.get_by_role("link", name="The outcome of “issue_refund” is unknown: it waits for your decision.")
+           ).to_have_attribute("href", f"/staff/quarantine/#run-{denied['run_id']}")
+    expect(page.locator(f"#conversation-{settled['conversation_id']}")).to_have_count(0)
+    screenshots(page, "staff-quarantined-filter")
+    accessibility(page)
+    page.goto(waypoint_server.url + "/staff/quarantine/")
+    expect(page.locator(f"#run-{denied['run_id']}")).to_be_visible()
+    expect(page.locator(f"#run-{settled['run_id']}")).to_have_count(0)
+    page.context.close()
+    customer.context.close()

@@ -73,8 +73,9 @@ def test_two_browsers_see_one_approval_and_the_later_approve_shows_the_accepted_
     page_b.get_by_role("button", name="Approve").click()
 
     notice = page_b.locator("#notices")
-    expect(notice).to_contain_text("Someone else already answered")
-    expect(notice).to_contain_text("Approved")
+    expect(notice).to_contain_text("Already approved")  # the same answer: nothing failed, nothing more to do
+    expect(notice).to_contain_text("was already approved in another window")
+    expect(notice).not_to_contain_text("Someone else")
     expect(page_b.locator("#transcript .receipt")).to_contain_text("Approved")
     screenshots(page_b, "conflict")
     after = refunds(widget_server)
@@ -233,7 +234,8 @@ def test_progress_shows_while_a_run_works_and_the_application_card_waits(browser
     send(page, "scan my badge")
 
     expect(page.locator("#cards")).to_contain_text("Waiting for the application…", timeout=10_000)
-    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()  # a message sent instead cancels the request
+    expect(page.locator("#composer-hint")).to_have_text("Waiting for the application… A message you send instead cancels the request.")
     screenshots(page, "waiting-for-application")
     context.close()
 
@@ -293,4 +295,53 @@ def test_enter_sends_and_shift_enter_starts_a_new_line(browser, widget_server, s
     expect(mine).to_contain_text("second line", timeout=10_000)
     assert "first line\nsecond line" in mine.locator(".bubble").inner_text()  # the break stays in the message
     expect(box).to_have_value("")
+    context.close()
+
+
+def test_a_message_written_while_a_card_waits_declines_the_card_and_is_answered(
+    browser, widget_server, start_conversation, screenshots, accessibility
+):
+    context = browser.new_context()
+    page = context.new_page()
+    start_conversation(page, widget_server, "I want a refund")
+    card = page.locator("#cards .card.approval")
+    expect(card).to_be_visible(timeout=10_000)
+    live_by(page, "ws")
+    expect(page.locator("#composer-hint")).to_have_text("Answer the request above, or send a message instead: it declines the request.")
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    screenshots(page, "write-while-waiting")
+
+    send(page, "Actually, never mind that")
+
+    log = page.get_by_role("log")
+    expect(log).to_contain_text("You said: Actually, never mind that", timeout=10_000)
+    expect(card).to_have_count(0)
+    expect(log.locator(".receipt")).to_contain_text("Declined: a message was sent instead")
+    expect(page.locator("#composer-hint")).to_have_text("")
+    expect(page.get_by_label("Message")).to_have_value("")
+    screenshots(page, "declined-by-a-message")
+    accessibility(page)
+    context.close()
+
+
+def test_in_the_widget_a_message_written_while_a_card_waits_declines_the_card(browser, demo_shop, screenshots):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    shop = context.new_page()
+    shop.goto(demo_shop + "/")
+    expect(shop.locator("html")).to_have_attribute("data-waypoint-ready", "1", timeout=15_000)
+    shop.get_by_role("button", name="Open chat").click()
+    chat = shop.frame_locator("iframe[title=Chat]")
+    send(chat, "I want a refund")
+    expect(chat.get_by_role("button", name="Approve")).to_be_visible(timeout=10_000)
+    expect(chat.locator("#composer-hint")).to_have_text("Answer the request above, or send a message instead: it declines the request.")
+
+    send(chat, "Actually, never mind that")
+
+    expect(chat.get_by_role("log")).to_contain_text("You said: Actually, never mind that", timeout=10_000)
+    expect(chat.get_by_role("button", name="Approve")).to_have_count(0)
+    expect(chat.get_by_role("log").locator(".receipt")).to_contain_text("Declined: a message was sent instead")
+    # In the log's order: the declined card, then the message that declined it.
+    order = chat.get_by_role("log").locator(".receipt, .message.user").evaluate_all("(els) => els.map((e) => e.className)")
+    assert [c.split()[0] for c in order] == ["message", "receipt", "message"], order
+    screenshots(shop, "widget-declined-by-a-message")
     context.close()

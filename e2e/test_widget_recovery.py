@@ -26,7 +26,8 @@ def crashing_server():
 def test_a_server_killed_mid_turn_shows_continue_after_the_restart_and_continue_completes_a_new_turn(
     browser, crashing_server, start_conversation, screenshots, accessibility
 ):
-    context = browser.new_context()
+    # Far from UTC, so a time the card shows in UTC cannot pass for the viewer's.
+    context = browser.new_context(timezone_id="Asia/Kolkata")
     page = context.new_page()
     link = start_conversation(page, crashing_server, "I want a refund")
     page.get_by_role("button", name="Approve").click(timeout=10_000)
@@ -45,13 +46,24 @@ def test_a_server_killed_mid_turn_shows_continue_after_the_restart_and_continue_
     # The new turn goes on from the record: the refund's outcome is unknown, so it asks again, saying so.
     card = page.locator(".card.approval")
     expect(card).to_contain_text("This may already have been done.", timeout=10_000)
-    expect(card).to_contain_text(re.compile(r"An earlier attempt at \d\d:\d\d UTC was interrupted, and it may already have gone through\."))
-    expect(card).to_contain_text("sent again under the same reference")
+    expect(card.get_by_role("heading", name="Approval needed")).to_be_focused()  # as every card that arrives by itself
+    attempted = card.locator("time")
+    local = attempted.evaluate("(t) => new Date(t.dateTime).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'})")
+    expect(attempted).to_have_text(local)
+    expect(card).not_to_contain_text("UTC")
+    expect(card).to_contain_text(f"We tried this at {local}, but were interrupted before we heard back, so it may already have gone through.")
+    expect(card).to_contain_text("If you approve, we send it again marked as the same request")
     screenshots(page, "reattempt-approval")
     accessibility(page)
     card.get_by_role("button", name="Approve").click()
     expect(page.get_by_role("log")).to_contain_text("Refund issued", timeout=10_000)
     expect(continue_button).to_have_count(0)
+    # Two approvals of one refund: the first, and the second try's, which reads as one.
+    receipts = page.locator("#transcript .receipt")
+    expect(receipts).to_have_count(2)
+    expect(receipts.nth(0)).not_to_contain_text("Second try")
+    expect(receipts.nth(1)).to_contain_text(re.compile(r"Second try: Refund €?20 for order A-1\s*Approved"))
+    screenshots(page, "reattempt-receipt")
     # The demo shop restarted with the server: it saw only the re-attempt, under the first attempt's key.
     [refund] = httpx.get(crashing_server.url + "/demo/hooks/refund").json()["refunds"]
     conversation_id, token = re.search(r"/c/([^?]+)\?token=([^&]+)", link).groups()

@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from apps.ledger.projection import Change, Entry, Projection
-from apps.ledger.types import ActionFinished, ActionStarted, QuarantineResolved, TurnAmbiguous
+from apps.ledger.types import (
+    ActionFinished,
+    ActionStarted,
+    QuarantineResolved,
+    QuarantineSettled,
+    TurnAmbiguous,
+)
 
 projection = Projection({"action_logs": ("turn_id", "call_id")})
 
@@ -62,6 +68,11 @@ def _(event: ActionFinished, at: Entry) -> Iterator[Change]:
 @projection.handles(TurnAmbiguous)
 def _(event: TurnAmbiguous, at: Entry) -> Iterator[Change]:
     yield Change("action_logs", (at.turn_id, event.call_id), set={"status": "ambiguous"})
+
+
+@projection.handles(QuarantineSettled)
+def _(event: QuarantineSettled, at: Entry) -> Iterator[Change]:
+    yield Change("action_logs", (event.turn_id, event.call_id), set={"status": "settled"})
 
 
 @projection.handles(QuarantineResolved)

@@ -49,6 +49,7 @@ from apps.ledger.types import (
     IngressDirective,
     QuestionResponse,
     TurnDispatched,
+    TurnSuperseded,
 )
 from apps.people.queries import participants
 from apps.runs.machine import CONTINUABLE
@@ -195,12 +196,16 @@ def start_conversation(
 def start_turn(
     *, conversation_id: str, message: str, persona: str, edge: str, now: datetime,
     expected_seq: int | None = None, directive: dict | None = None, idempotency: Idempotency | None = None,
+    decline_pending: bool = False,
 ) -> dict[str, Any]:
     """
     Commit batch one of a new turn against the log head the caller observed.
 
-    An exact retry with the same Idempotency-Key returns the first answer.
-    :raises TurnConflict: the head moved since `expected_seq`, or a turn is still open
+    An exact retry with the same Idempotency-Key returns the first answer. `decline_pending`: the
+    person wrote while requests wait for them (the page and the widget); a waiting run's pending
+    requests are declined with the message as the reason and its turn ends (`turn_superseded`),
+    in the same commit as the new turn. Without it (the API) a waiting run is a turn still open.
+    :raises TurnConflict: the head moved since `expected_seq`, or a turn is still open (running)
     :raises ConversationIsCompleted: the conversation is read-only
     :raises IdempotencyKeyReused: the key came with a different request before
     """
@@ -209,10 +214,24 @@ def start_turn(
     faults.reach("before_batch_one")
 
     def check(conversation: Conversation) -> None:
-        _check_can_start(conversation, expected_seq)
+        if decline_pending:
+            _check_can_start(conversation, expected_seq, open_ok=True)
+            _supersede_waiting_run(conversation, reason=message, persona=persona, now=now)
+        _check_can_start(conversation, None if decline_pending else expected_seq)
 
     return _new_turn(conversation_id, check, text=message, persona=persona, edge=edge, directive=directive,
                      continuation=False, idempotency=idempotency, now=now)
+
+
+def _supersede_waiting_run(conversation: Conversation, *, reason: str, persona: str, now: datetime) -> None:
+    """Decline the pending requests of the conversation's waiting run, with `reason`, and end its turn; in the caller's transaction."""
+    run = WorkflowLog.objects.filter(conversation_id=conversation.id, status="waiting").order_by("-dispatched_seq").first()
+    if run is None or not run.pending:
+        return
+    recorded = store.append(conversation, [TurnSuperseded(run_id=run.run_id, call_ids=list(run.pending), reason=reason,
+                                                          declined_by=persona)],
+                            turn_id=run.turn_id, actor=persona, now=now)
+    broadcast.on_commit(conversation.id, recorded[-1].seq)
 
 
 def _new_turn(
@@ -244,12 +263,12 @@ def _new_turn(
     return conversation_actions.once(idempotency, write)
 
 
-def _check_can_start(conversation: Conversation, expected_seq: int | None) -> None:
+def _check_can_start(conversation: Conversation, expected_seq: int | None, *, open_ok: bool = False) -> None:
     if conversation.status == "completed":
         raise ConversationIsCompleted()
     if expected_seq is not None and expected_seq != conversation.head_seq:
         raise TurnConflict(f"the conversation moved on (head is {conversation.head_seq}, you saw {expected_seq})")
-    if has_open_run(str(conversation.id)):
+    if not open_ok and has_open_run(str(conversation.id)):
         raise TurnConflict("a turn is still open on this conversation")
 
 

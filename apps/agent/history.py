@@ -66,6 +66,7 @@ _STATUS = {
     "turn_expired": TurnStatus.EXPIRED,
     "turn_abandoned": TurnStatus.ABANDONED,
     "turn_resolved": TurnStatus.INTERRUPTED,
+    "turn_superseded": TurnStatus.ABANDONED,  # the customer wrote instead of answering its requests
 }
 
 

@@ -52,6 +52,7 @@ from apps.ledger.types import (
     CompletionRequested,
     ConversationCompleted,
     ModelRound,
+    QuarantineSettled,
     QuestionRequest,
     Recorded,
     TurnAmbiguous,
@@ -617,7 +618,24 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=type(exc).__name__)
     if action.side_effecting:
         faults.reach("during_action")
-    commit([started, finished] if action.read_only else [finished])
+    commit([started, finished] if action.read_only else [finished, *_settled(reattempt_of, call, finished)])
+
+
+def _settled(reattempt_of: dict, call: turns.CallState, finished: ActionFinished) -> list[QuarantineSettled]:
+    """
+    The end of the quarantine a successful re-attempt settles: the outcome is known, nothing is left to decide.
+
+    Nothing for a re-attempt that failed (the first attempt may still have gone through) or whose
+    quarantine staff resolved meanwhile.
+    """
+    if not reattempt_of or not finished.ok:
+        return []
+    quarantined = (WorkflowLog.objects.filter(turn_id=reattempt_of["turn_id"], quarantined=True)
+                   .values_list("run_id", flat=True).first())
+    if quarantined is None:
+        return []
+    return [QuarantineSettled(run_id=quarantined, turn_id=reattempt_of["turn_id"], call_id=reattempt_of["call_id"],
+                              by_call_id=call.call_id)]
 
 
 # --- recovery ----------------------------------------------------------------------------------

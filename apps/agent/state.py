@@ -181,8 +181,8 @@ def answers(conversation: Conversation, *, after_seq: int = 0) -> list[dict[str,
     return [
         {"run_id": run_id, "turn_id": turn_id, "call_id": call_id, "kind": KIND_NAMES[kind], "tool": tool,
          "arguments": arguments, "status": status, "output": output, "answered_by": answered_by,
-         "answered_at": _when(answered_at), "seq": seq}
-        for run_id, turn_id, call_id, kind, tool, arguments, status, output, answered_by, answered_at, seq
+         "answered_at": _when(answered_at), "seq": seq, "reattempt_of": reattempt_of or None}
+        for run_id, turn_id, call_id, kind, tool, arguments, status, output, answered_by, answered_at, seq, reattempt_of
         in statements.ANSWERS.rows(conversation.id, after_seq)
     ]
 

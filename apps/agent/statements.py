@@ -74,7 +74,8 @@ RUN_ACTIONS = Statement(
 ANSWERS = Statement(
     """
     SELECT {usages.run_id}, {usages.turn_id}, {usages.call_id}, {usages.kind}, {usages.tool}, {usages.arguments},
-           {usages.status}, {usages.output}, {usages.answered_by}, {usages.answered_at}, {usages.accepted_seq}
+           {usages.status}, {usages.output}, {usages.answered_by}, {usages.answered_at}, {usages.accepted_seq},
+           {usages.reattempt_of}
     FROM {usages}
     WHERE {usages.conversation} = %s AND {usages.accepted_seq} > %s
     ORDER BY {usages.accepted_seq}
@@ -82,5 +83,6 @@ ANSWERS = Statement(
     tables={"usages": ToolUsageLog},
     params=("usages.conversation", "usages.accepted_seq"),
     returns=("usages.run_id", "usages.turn_id", "usages.call_id", "usages.kind", "usages.tool", "usages.arguments",
-             "usages.status", "usages.output", "usages.answered_by", "usages.answered_at", "usages.accepted_seq"),
+             "usages.status", "usages.output", "usages.answered_by", "usages.answered_at", "usages.accepted_seq",
+             "usages.reattempt_of"),
 )

@@ -34,6 +34,7 @@ from apps.ledger.types import (
     TurnExpired,
     TurnFailed,
     TurnRetried,
+    TurnSuperseded,
 )
 
 FALLBACK_REPLY = "Sorry, I could not finish that. Please try again or rephrase your request."
@@ -148,6 +149,11 @@ def turn_state(events: list[Recorded]) -> TurnState:
                     s.ended = "turn_resolved"
             case TurnRetried():
                 s.retries += 1
+            case TurnSuperseded() as e:
+                s.ended = rec.kind
+                for call_id in e.call_ids:
+                    s.calls[call_id].answer = {"declined": True, "reason": e.reason}
+                    s.calls[call_id].answered_by = e.declined_by
             case TurnComplete() as e:
                 s.ended, s.reply = rec.kind, e.text
             case TurnFailed():

@@ -217,6 +217,22 @@ class TurnAmbiguous(EventKind):
     idempotency_key: str
 
 
+@_kind("turn_superseded")
+@dataclass(frozen=True)
+class TurnSuperseded(EventKind):
+    """
+    The customer wrote instead of answering: the run's pending requests are declined and its turn ends.
+
+    `reason` is the message that takes their place (the next turn's, appended in the same commit);
+    the model of a later turn reads each call's outcome as `{"declined": true, "reason": …}`.
+    """
+
+    run_id: str
+    call_ids: list
+    reason: str
+    declined_by: str = ""
+
+
 @_kind("turn_retried")
 @dataclass(frozen=True)
 class TurnRetried(EventKind):
@@ -239,6 +255,22 @@ class QuarantineResolved(EventKind):
     result: Any = None  # with done: the result the downstream system reports, if staff recorded one
     # The note may reach the customer (through the model, which is told it); unmarked, it stays with staff.
     customer_visible: bool = False
+
+
+@_kind("quarantine_settled")
+@dataclass(frozen=True)
+class QuarantineSettled(EventKind):
+    """
+    A re-attempt succeeded under the key of a quarantined attempt, so its outcome is known: the quarantine ends.
+
+    Appended with the re-attempt's `action_finished`, in the re-attempt's turn; the fields name the
+    quarantined attempt (`run_id`, `turn_id`, `call_id`) and the call that settled it (`by_call_id`).
+    """
+
+    run_id: str
+    turn_id: str
+    call_id: str
+    by_call_id: str
 
 
 @_kind("conversation_completed")

@@ -32,8 +32,8 @@ TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     RunStatus.RUNNING: frozenset({RunStatus.RUNNING, RunStatus.WAITING, RunStatus.COMPLETED, RunStatus.FAILED,
                                   RunStatus.INTERRUPTED}),
     # the last answer resumes it; a simple run's pending request expires; an answer that is not the
-    # last keeps it waiting
-    RunStatus.WAITING: frozenset({RunStatus.WAITING, RunStatus.RUNNING, RunStatus.EXPIRED}),
+    # last keeps it waiting; the customer writing instead declines what waits and ends it
+    RunStatus.WAITING: frozenset({RunStatus.WAITING, RunStatus.RUNNING, RunStatus.EXPIRED, RunStatus.COMPLETED}),
     # staff: not done and retry runs it again; done or abandon leave it for Continue
     RunStatus.INTERRUPTED: frozenset({RunStatus.RUNNING, RunStatus.INTERRUPTED}),
     RunStatus.COMPLETED: frozenset(),

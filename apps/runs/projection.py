@@ -21,6 +21,7 @@ from apps.ledger.types import (
     IngressDirective,
     ModelRound,
     QuarantineResolved,
+    QuarantineSettled,
     QuestionRequest,
     QuestionResponse,
     TurnAmbiguous,
@@ -29,6 +30,7 @@ from apps.ledger.types import (
     TurnExpired,
     TurnFailed,
     TurnRetried,
+    TurnSuperseded,
 )
 from apps.runs.machine import RunStatus
 
@@ -236,12 +238,28 @@ def _(event: TurnAmbiguous, at: Entry) -> Iterator[Change]:
     )
 
 
+@projection.handles(TurnSuperseded)
+def _(event: TurnSuperseded, at: Entry) -> Iterator[Change]:
+    for call_id in event.call_ids:
+        yield Change("tool_usage_logs", (event.run_id, call_id), set={
+            "status": "declined", "output": {"declined": True, "reason": event.reason}, "answered_by": event.declined_by,
+            "answered_at": at.created_at, "accepted_seq": at.seq,
+        })
+    yield _run(event.run_id, at, status=RunStatus.COMPLETED, progress="Closed: the customer wrote instead", pending=[])
+
+
 @projection.handles(TurnRetried)
 def _(event: TurnRetried, at: Entry) -> Iterator[Change]:
     if event.reason:
         yield _run(event.run_id, at, status=RunStatus.RUNNING, progress=f"Retrying after {event.reason}")
     else:
         yield _run(event.run_id, at, status=RunStatus.RUNNING, progress="Resumed after an interruption")
+
+
+@projection.handles(QuarantineSettled)
+def _(event: QuarantineSettled, at: Entry) -> Iterator[Change]:
+    # The run stays interrupted (its turn is over); only the decision staff were asked for is gone.
+    yield _run(event.run_id, at, progress="Quarantine settled: a re-attempt succeeded", quarantined=False)
 
 
 @projection.handles(QuarantineResolved)

@@ -44,6 +44,7 @@ from apps.ledger.types import (
     ParticipantRemoved,
     ParticipantTokenIssued,
     QuarantineResolved,
+    QuarantineSettled,
     QuestionResponse,
     TurnAmbiguous,
     TurnComplete,
@@ -270,7 +271,37 @@ def conversation_page(
         page.older = last.encode() if (going_back or more) else None
     for row in rows:
         row["last_run"] = last_run(row["run_status"], row["quarantined"])
+    _quarantine_reasons(rows)
     return page
+
+
+def _quarantine_reasons(rows: list[dict[str, Any]]) -> None:
+    """
+    Give each row the Quarantined filter matches its `quarantine`: the turn that waits for a decision, and why.
+
+    The filter matches a quarantined run of any turn, so the row says which, even when a later turn
+    has finished since (its last run then reads `completed`, beside the quarantine).
+    """
+    held = [row["id"] for row in rows if row["quarantined"]]
+    if not held:
+        return
+    runs: dict[Any, WorkflowLog] = {}
+    quarantined = WorkflowLog.objects.filter(conversation_id__in=held, quarantined=True)
+    for run in quarantined.select_related("conversation__assistant").order_by("dispatched_seq"):
+        runs.setdefault(run.conversation_id, run)
+    turn_ids = [r.turn_id for r in runs.values()]
+    actions = {a.turn_id: a for a in ActionLog.objects.filter(turn_id__in=turn_ids, status="ambiguous")}
+    for row in rows:
+        run = runs.get(row["id"])
+        if run is None:
+            continue
+        action = actions.get(run.turn_id)
+        if action is None:
+            what = "an action"
+        else:
+            tool = next((t for t in run.conversation.assistant.config.get("tools", []) if t["name"] == action.tool), {})
+            what = f"“{call_words(tool, action.tool, action.arguments) or action.tool}”"
+        row["quarantine"] = {"run_id": run.run_id, "why": f"The outcome of {what} is unknown: it waits for your decision."}
 
 
 def last_run(run_status: str | None, quarantined: bool) -> str:
@@ -356,6 +387,8 @@ def _summary(kind: str, payload: Any) -> str:
             return f"outcome of {tool} unknown (key {key})"
         case QuarantineResolved(resolution=resolution, note=note):
             return str(resolution).replace("_", " ") + (f": {note}" if note else "")
+        case QuarantineSettled(turn_id=turn_id, by_call_id=by):
+            return f"the re-attempt {by} succeeded: the outcome of turn {turn_id} is known"
         case TurnComplete(text=text):
             return f"“{str(text)[:80]}”"
         case TurnFailed(error=error):

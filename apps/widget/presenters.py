@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -246,24 +247,35 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         call["block"], call["dom_id"] = "receipt", f"receipt-{call['run_id']}-{call['call_id']}"
     for call in [*state["answered_client_actions"], *state["receipts"]]:
         call["title"] = tools.card_title(call, by_name.get(call["tool"], {}))
-        call["declined"] = call["output"] == DECLINED
-        call["output_text"] = "Expired" if call["status"] == "expired" else describe_output(call["output"], call["kind"])
+        call["declined"] = call["output"] == DECLINED or call["status"] == "declined"
+        if call["status"] in ("expired", "declined"):
+            # Declined: the customer wrote instead of answering (`turn_superseded`).
+            call["output_text"] = "Expired" if call["status"] == "expired" else "Declined: a message was sent instead"
+        else:
+            call["output_text"] = describe_output(call["output"], call["kind"])
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
     # An answered request is a receipt in the transcript; one that expired unanswered stays among the cards.
     state["expired_client_actions"] = [c for c in state["answered_client_actions"] if c["status"] == "expired"]
     state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed"
+    # Send waits only for a running turn: a message sent while a card waits declines the card.
+    state["busy"] = state["active"] and state["run_status"] == "running"
     state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in CONTINUABLE
     if state["can_continue"]:
         state["interruption"] = interruption(state, by_name)
     state["last_progress"] = progress_line(state, by_name) if state["active"] else ""
-    # What decides whether the cards must be re-rendered: while it is unchanged a push leaves the
-    # cards (and whatever the visitor is typing into them) alone.
-    state["cards_key"] = "|".join(
-        [str(state["run_id"]), str(state["run_status"]), state["conversation_status"],
-         *(c["call_id"] for c in state["pending_client_actions"]),
-         *(f"{c['call_id']}={c['status']}" for c in state["answered_client_actions"])]
+    # The cards are keyed on what they show: a push replaces them when that changed (a staff
+    # resolution changes only the interruption's words) and otherwise leaves them, and whatever the
+    # visitor is typing into them, alone.
+    state["cards_key"] = digest(
+        state["run_id"], state["run_status"], state["conversation_status"], state["pending_client_actions"],
+        [(c["call_id"], c["status"]) for c in state["expired_client_actions"]], state.get("interruption"),
     )
     return state
+
+
+def digest(*shown: Any) -> str:
+    """A short digest of what a fragment shows, for its `data-key`."""
+    return hashlib.sha256(json.dumps(shown, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
 def attributed(state: dict[str, Any], *, viewer: str) -> dict[str, Any]:
@@ -291,16 +303,25 @@ def in_log_order(messages: list[dict[str, Any]], receipts: list[dict[str, Any]])
     return sorted([*messages, *receipts], key=lambda block: block["seq"])
 
 
-def conflict_notice(call: dict[str, Any], config: dict[str, Any], *, output: Any, answered_by: str, viewer: str) -> dict[str, str]:
-    """What the person whose answer lost is told: the card in people's words, the answer that counts, and whose it is."""
+def conflict_notice(call: dict[str, Any], config: dict[str, Any], *, output: Any, answered_by: str, viewer: str,
+                    same: bool = False) -> dict[str, Any]:
+    """
+    What the person whose answer did not count is told: the card in people's words, the answer that counts, and where it came from.
+
+    `same`: the answer that counts is the one this person gave too (two windows of one link, or two
+    people who agreed), so nothing failed: they are told it was already done, not that theirs lost.
+    """
     tool = next((t for t in config.get("tools", []) if t.get("name") == call["tool"]), {})
     if not answered_by:
-        who = ""
+        where = ""
     elif answered_by == viewer:
-        who = "you, in another window"  # the same link open twice: the other tab's answer came first
+        where = "in another window"  # the same link open twice: the other tab's answer came first
     else:
-        who = persona_name(answered_by)
-    return {"title": tools.card_title(call, tool), "answered_by": who, "output_text": describe_output(output, call["kind"])}
+        where = f"by {persona_name(answered_by)}"
+    words = describe_output(output, call["kind"])
+    done = words.lower() if words in ("Approved", "Denied", "Skipped", "Cancelled") else "answered"
+    return {"title": tools.card_title(call, tool), "where": where, "output_text": words, "same": same, "done": done,
+            "decision": call["kind"] == "approval" or done != "answered"}
 
 
 def answerer(persona: str, *, viewer: str) -> str:
@@ -327,7 +348,7 @@ def viewer_context(state: dict[str, Any], *, conversation, token: str, persona: 
     can_write = "write" in permissions and state["conversation_status"] != "completed"
     # While the facts (and what this viewer may do with them) are unchanged, a push leaves the
     # section alone, so a list the visitor opened stays open.
-    memory_key = "|".join([str(can_write), *(f["fact_id"] for f in state["memory"])])
+    memory_key = digest(can_write, [(f["fact_id"], f["text"]) for f in state["memory"]])
     return {"state": state, "assistant": conversation.assistant, "token": token, "persona": persona, "who": who,
             "embed": embed, "can_write": can_write, "memory_key": memory_key, **extra}
 

@@ -114,13 +114,17 @@ def _html(conversation_id: str, viewer: Viewer, since: Shown | None, announced: 
 
 def sent(conversation, *, viewer: Viewer, after: int, turn_id: str) -> str:
     """
-    The reply to the sender's own post of a message: that message, the typing row and the status line.
+    The reply to the sender's own post: the receipts before their message, the message, the typing row, the status line.
 
     Everything else (the reply, cards, another's messages) comes by push, rendered once for every
     socket. `after` is the head the sender's page showed, so only the newer messages are read.
     """
-    state = conversation_state(conversation, after_seq=after)
+    state = conversation_state(conversation, after_seq=after, receipts=True)
     state["messages"] = [m for m in state["messages"] if m["turn_id"] == turn_id and m["role"] == "user"]
+    # The answers the same commit recorded before that message (the cards it declined) come first,
+    # where the log has them: a push would add them after it.
+    sent_at = min((m["seq"] for m in state["messages"]), default=0)
+    state["receipts"] = [r for r in state["receipts"] if r["seq"] < sent_at]
     context = viewer_context(page_state(state, conversation.assistant.config), conversation=conversation,
                              token=viewer.token, persona=viewer.persona, embed=viewer.embed,
                              permissions=viewer.permissions, from_post=True)

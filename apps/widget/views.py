@@ -295,7 +295,7 @@ def send(request: HttpRequest, conversation_id: str) -> HttpResponse:
     try:
         started = actions.start_turn(
             conversation_id=conversation_id, message=request.POST.get("message", ""), persona=grant.persona,
-            edge=grant.edge, now=timezone.now(), expected_seq=expected_seq,
+            edge=grant.edge, now=timezone.now(), expected_seq=expected_seq, decline_pending=True,
         )
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, send_error=_send_problem(exc, conversation_id))
@@ -346,11 +346,11 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
     if call_id in acceptance.already:
-        # The same answer was accepted before this click (another browser, a stale card): nothing
-        # changed, and the person should know the answer that counts was not theirs.
+        # The same answer was accepted before this click (another window, a stale card): nothing
+        # changed and nothing failed, and the person is told it is already done.
         answered = next(c for c in conversation_state(conversation)["answered_client_actions"] if c["call_id"] == call_id)
         conflict = conflict_notice(call, conversation.assistant.config, output=answered["output"],
-                                   answered_by=answered["answered_by"] or "", viewer=grant.persona)
+                                   answered_by=answered["answered_by"] or "", viewer=grant.persona, same=True)
         return _after_post(request, conversation_id, grant, conflict=conflict)
     return _after_post(request, conversation_id, grant)
 @for_people

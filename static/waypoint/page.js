@@ -275,7 +275,14 @@
     newMessages.textContent = "New messages ↓";
     newMessages.hidden = true;
     body.appendChild(newMessages);
-    const seenCards = new Set(Array.from(document.querySelectorAll("#cards form.card")).map((card) => card.id));
+    // A card is known by its id and its run: a later run (the re-attempt Continue leads to) may ask
+    // under the same call id again, and that is a new request.
+    function cardKey(card) {
+      const run = card.querySelector("input[name=run_id]");
+      return `${card.id}@${run ? run.value : ""}`;
+    }
+    function cards() { return Array.from(document.querySelectorAll("#cards form.card")); }
+    const seenCards = new Set(cards().map(cardKey));
 
     const box = document.getElementById("message");
     if (box && !box.value) {
@@ -355,6 +362,15 @@
     }
     function setText(el, text) { if (el && el.textContent !== text) el.textContent = text; }
     function stampTimes() {
+      // Times in a card's words (when an interrupted attempt was made), in the viewer's time zone.
+      document.querySelectorAll("#cards time.local-time").forEach((time) => {
+        const date = new Date(time.dateTime);
+        if (isNaN(date)) return;
+        const now = new Date();
+        setText(time, dayKey(date) === dayKey(now) ? date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+          : date.toLocaleString([], { dateStyle: "medium", timeStyle: "short" }));
+        time.title = date.toLocaleString([], { dateStyle: "full", timeStyle: "short" });
+      });
       const transcript = document.getElementById("transcript");
       if (!transcript) return;
       const now = new Date();
@@ -394,11 +410,13 @@
       document.querySelectorAll(".expected-seq").forEach((input) => { input.value = status.dataset.seq || "0"; });
       const run = status.dataset.runStatus;
       const button = document.querySelector(".send-form .send-button");
-      if (button && !button.closest("form").classList.contains("htmx-request")) button.disabled = run === "running" || run === "waiting";
+      // A message may be sent while a card waits: the server declines the card with it (docs/widget.md).
+      if (button && !button.closest("form").classList.contains("htmx-request")) button.disabled = run === "running";
       const hint = document.getElementById("composer-hint");
       if (hint) {
         const answerable = document.querySelector("#cards form.card");
-        hint.textContent = run === "waiting" ? (answerable ? "Answer the request above to continue." : "Waiting for the application…") : "";
+        hint.textContent = run === "waiting" ? (answerable ? "Answer the request above, or send a message instead: it declines the request."
+          : "Waiting for the application… A message you send instead cancels the request.") : "";
       }
     }
 
@@ -475,8 +493,10 @@
           target.innerHTML = incoming.innerHTML;
         }
         detail.shouldSwap = false;
-      } else if (target.id === "cards" && incoming.dataset.key === target.dataset.key) {
-        detail.shouldSwap = false; // same requests: keep whatever is typed into them
+      } else if (target.id === "cards" && (incoming.dataset.key === target.dataset.key || Number(incoming.dataset.seq || 0) < shownSeq())) {
+        // The same requests: keep whatever is typed into them. An older head's (an htmx reply
+        // overtaken by a push): never put back what the newer one replaced.
+        detail.shouldSwap = false;
       } else if (target.id === "memory") {
         if (incoming.dataset.key === target.dataset.key) {
           detail.shouldSwap = false;
@@ -500,8 +520,8 @@
     // A request that arrived by itself (not the answer to this visitor's click) takes the focus,
     // at its heading, unless the visitor is in the middle of typing a message.
     function newCard() {
-      const card = Array.from(document.querySelectorAll("#cards form.card")).find((el) => !seenCards.has(el.id));
-      document.querySelectorAll("#cards form.card").forEach((el) => seenCards.add(el.id));
+      const card = cards().find((el) => !seenCards.has(cardKey(el)));
+      cards().forEach((el) => seenCards.add(cardKey(el)));
       if (!card) return;
       // The heading takes the focus (it names the request); the form keeps no name of its own,
       // which would repeat its only field's label.
@@ -514,9 +534,12 @@
 
     document.addEventListener("htmx:oobAfterSwap", (event) => {
       const target = event.detail.target;
-      if (target && target.id === "cards" && cardInteraction) {
+      // A request that was not there when the visitor clicked (the one Continue leads to) is new,
+      // whichever of the reply and the push brought it.
+      const arrived = target && target.id === "cards" && cards().some((el) => !seenCards.has(cardKey(el)));
+      if (target && target.id === "cards" && cardInteraction && !arrived) {
         cardInteraction = false;
-        document.querySelectorAll("#cards form.card").forEach((el) => seenCards.add(el.id));
+        cards().forEach((el) => seenCards.add(cardKey(el)));
         const field = document.querySelector("#cards input:not([type=hidden]), #cards button");
         (field || document.getElementById("message") || document.getElementById("cards")).focus({ preventScroll: true });
       } else if (target && target.id === "cards") {
@@ -565,6 +588,7 @@
     document.addEventListener("htmx:afterRequest", (event) => {
       const form = event.detail.elt;
       const status = event.detail.xhr.status;
+      if (form && form.closest && form.closest("#cards")) cardInteraction = false; // its reply, if any, is swapped by now
       // A request that got no answer at all (htmx sets no `failed` then, only a status of 0).
       if (!status) showProblem(UNREACHABLE, { untilBack: true });
       else if (status < 500) clearUnreachable();

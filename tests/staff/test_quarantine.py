@@ -1,4 +1,5 @@
 import json
+import re
 from datetime import datetime
 
 import pytest
@@ -6,10 +7,12 @@ from django.urls import reverse
 
 from apps.actions.models import ActionLog
 from apps.agent import actions as conversation_actions
+from apps.conversations import queries
 from apps.ledger import replay
 from apps.ledger.models import Event
 from apps.runs.models import WorkflowLog
 from apps.staff import actions
+from apps.widget import pushes
 from tests.staff.conftest import state
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -104,6 +107,21 @@ class TestMarkAsDone:
         assert receiver.deliveries == []  # nothing was sent again
         assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
 
+    def test_the_push_to_an_open_customer_page_replaces_the_card_with_the_confirmed_words(self, quarantined, clock):
+        q = quarantined()
+        cid = q["conversation_id"]
+        viewer = pushes.Viewer(token=q["token"], persona=q["persona"], permissions=frozenset({"view", "write"}), embed=None)
+        shown = pushes.html(cid, viewer=viewer, since=None, announced=0, load=lambda: queries.conversation_for(cid))
+
+        actions.resolve_quarantine(run_id=q["run_id"], resolution="done", note="R-1 exists", actor="staff:ops", now=clock())
+        head = queries.conversation_head(cid)
+        pushed = pushes.html(cid, viewer=viewer, since=shown.shown, announced=head, load=lambda: queries.conversation_for(cid))
+
+        assert "We are checking whether it went through" in shown.text
+        assert '<section id="cards" hx-swap-oob="true"' in pushed.text
+        assert "Our team has since confirmed that it went through." in pushed.text
+        assert pushed.shown.cards != shown.shown.cards
+
     def test_a_result_the_log_cannot_sign_as_json_is_kept_as_text(self, quarantined, clock):
         q = quarantined()
 
@@ -194,12 +212,12 @@ class TestResolutionRules:
             actions.resolve_quarantine(run_id=q["run_id"], resolution="not_done_retry", note="", actor="staff:ops", now=clock())
 
 
-def approve(cid, call, clock, persona="guest:alice"):
+def approve(cid, call, clock, persona="guest:alice", decision="approve"):
     from apps.agent import actions as conversation_actions
 
     return conversation_actions.accept_results(
         conversation_id=cid, run_id=state(cid)["run_id"], persona=persona, now=clock(),
-        results=[{"call_id": call["call_id"], "output": {"decision": "approve",
+        results=[{"call_id": call["call_id"], "output": {"decision": decision,
                                                          "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}])
 
 
@@ -218,7 +236,8 @@ class TestContinueBeforeAResolution:
         assert datetime.fromisoformat(link["attempted_at"]) == started_at
         page = client.get(reverse("widget:conversation", args=[q["conversation_id"]]), {"token": q["token"]}).content.decode()
         assert "This may already have been done." in page
-        assert f"An earlier attempt at {started_at:%H:%M} UTC was interrupted, and it may already have gone through." in page
+        assert (f'We tried this at <time class="local-time" datetime="{link["attempted_at"]}">{started_at:%H:%M} UTC</time>, '
+                "but were interrupted before we heard back, so it may already have gone through.") in page
 
     def test_approving_the_reattempt_sends_it_under_the_first_attempts_key_once(self, quarantined, clock, receiver):
         q = quarantined()
@@ -236,6 +255,18 @@ class TestContinueBeforeAResolution:
         assert (repeat.reattempt_of["turn_id"], repeat.reattempt_of["call_id"]) == (q["turn_id"], q["call_id"])
         assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
 
+    def test_the_reattempts_approval_reads_as_a_second_try_beside_the_first(self, quarantined, clock, client):
+        q = quarantined()
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+        [pending] = state(q["conversation_id"])["pending_client_actions"]
+
+        approve(q["conversation_id"], pending, clock)
+
+        page = client.get(reverse("widget:conversation", args=[q["conversation_id"]]), {"token": q["token"]}).content.decode()
+        titles = re.findall(r'<span class="answered-title">([^<]*)</span>', page)
+        assert titles == ["Issue refund", "Second try: Issue refund"]
+
     def test_the_queue_says_whether_the_customer_continued_and_what_became_of_the_reattempt(
         self, staff_client, quarantined, clock
     ):
@@ -248,9 +279,42 @@ class TestContinueBeforeAResolution:
         assert "a re-attempt waits for approval" in staff_client.get(queue).content.decode()
 
         [pending] = state(q["conversation_id"])["pending_client_actions"]
+        approve(q["conversation_id"], pending, clock, decision="deny")
+        assert "a re-attempt waits for approval" not in staff_client.get(queue).content.decode()
+        assert f'id="run-{q["run_id"]}"' in staff_client.get(queue).content.decode()  # denied: still unknown
+
+    def test_a_successful_reattempt_settles_the_quarantine_in_the_log_and_it_leaves_the_queue(self, staff_client, quarantined, clock):
+        q = quarantined()
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+        [pending] = state(q["conversation_id"])["pending_client_actions"]
+
         approve(q["conversation_id"], pending, clock)
-        page = staff_client.get(queue).content.decode()
-        assert "a re-attempt went out at" in page and "under the same idempotency key, and it succeeded" in page
+
+        settled = Event.objects.get(conversation_id=q["conversation_id"], kind="quarantine_settled")
+        assert json.loads(settled.payload) == {"run_id": q["run_id"], "turn_id": q["turn_id"], "call_id": q["call_id"],
+                                   "by_call_id": pending["call_id"]}
+        assert not WorkflowLog.objects.get(run_id=q["run_id"]).quarantined
+        assert ActionLog.objects.get(turn_id=q["turn_id"], call_id=q["call_id"]).status == "settled"
+        assert f'id="run-{q["run_id"]}"' not in staff_client.get(reverse("staff:quarantine")).content.decode()
+        listed = staff_client.get(reverse("staff:conversations"), {"quarantined": "1"}).content.decode()
+        assert q["conversation_id"] not in listed
+        assert replay.verify(q["conversation_id"]).ok and replay.replay(q["conversation_id"]).ok
+
+    def test_the_list_says_why_a_conversation_whose_later_turn_finished_is_still_quarantined(self, staff_client, quarantined, clock):
+        q = quarantined()
+        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                                   now=clock())
+        [pending] = state(q["conversation_id"])["pending_client_actions"]
+        approve(q["conversation_id"], pending, clock, decision="deny")
+
+        listed = staff_client.get(reverse("staff:conversations"), {"quarantined": "1"}).content.decode()
+
+        row = listed[listed.index(f'id="conversation-{q["conversation_id"]}"'):]
+        row = row[:row.index("</tr>")]
+        assert '<span class="badge completed">completed</span>' in row and '<span class="badge quarantined">quarantined</span>' in row
+        assert f'href="/staff/quarantine/#run-{q["run_id"]}"' in row
+        assert "The outcome of “issue_refund” is unknown: it waits for your decision." in row
 
     def test_done_may_still_be_recorded_and_a_later_identical_call_is_a_new_action(self, quarantined, clock):
         q = quarantined()

@@ -160,7 +160,7 @@ class TestMessageText:
 
 
 class TestStaleCards:
-    def test_the_same_answer_from_a_stale_card_says_someone_else_already_answered(self, started, answer, settle):
+    def test_the_same_answer_from_a_stale_card_says_it_was_already_given_and_nothing_failed(self, started, answer, settle):
         conversation = started("when can you deliver?")
         paused = state_of(conversation)
         with settle():
@@ -168,9 +168,26 @@ class TestStaleCards:
 
         response = answer(conversation, paused, **{"field.label": "2026-12-24"})
 
-        html = response.content.decode()
+        notice = _notice(response.content.decode())
         assert response.status_code == 200
-        assert "Someone else already answered" in html and "2026-12-24" in html
+        assert "<h2>Already answered</h2>" in notice
+        assert "“Delivery date” was already answered in another window: <strong>2026-12-24</strong>, as you answered." in notice
+        assert "There is nothing more to do." in notice
+        assert "Someone else" not in notice and "not applied" not in notice
+
+    def test_the_same_approval_from_a_second_window_says_already_approved_there(self, started, answer, settle):
+        conversation = started("I want a refund")
+        paused = state_of(conversation)
+        approval = {"decision": "approve", "reviewed_tool": "issue_refund",
+                    "reviewed_arguments": json.dumps(paused["pending_client_actions"][0]["arguments"])}
+        with settle():
+            answer(conversation, paused, **approval)
+
+        notice = _notice(answer(conversation, paused, htmx=True, **approval).content.decode())
+
+        assert 'role="status"' in notice and "<h2>Already approved</h2>" in notice
+        assert "was already approved in another window. There is nothing more to do." in notice
+        assert "by you" not in notice and "Someone else" not in notice and "not applied" not in notice
 
 
     def test_the_notice_names_the_card_and_whose_answer_counts_in_words(self, started, answer, settle):
@@ -181,11 +198,17 @@ class TestStaleCards:
 
         html = answer(conversation, paused, **{"field.label": "2027-01-01"}).content.decode()
 
-        notice = html[html.index('class="card conflict"'):]
-        notice = notice[:notice.index("</div>")]
-        assert "The accepted answer to “Delivery date” is <strong>2026-12-24</strong>" in notice
-        assert "given by you, in another window" in notice  # the same link's other tab answered first
+        notice = _notice(html)
+        assert "Someone else already answered" in notice
+        assert "The accepted answer to “Delivery date” is <strong>2026-12-24</strong>, given in another window." in notice
+        assert "by you" not in notice  # the same link's other tab answered first: not "someone else … you"
         assert "pick_date" not in notice and "guest:" not in notice
+
+
+def _notice(html: str) -> str:
+    """The notice the person whose answer did not count is shown."""
+    notice = html[html.index('class="card conflict'):]
+    return notice[:notice.index("</div>")]
 
 DATE_TOOL = {"name": "pick_date", "kind": "client", "parameters": {"type": "object", "properties": {
     "date": {"type": "string", "format": "date", "title": "Delivery date", "minimum": "2026-12-01", "maximum": "2026-12-31"}}}}
