@@ -22,6 +22,7 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
 from apps.actions.registry import private_target
+from apps.conversations import faults
 from apps.webhooks.models import WebhookDelivery
 
 log = logging.getLogger(__name__)
@@ -45,17 +46,23 @@ def claim_window() -> timedelta:
     return timedelta(seconds=settings.WAYPOINT_WEBHOOK_TIMEOUT_SECONDS + settings.WAYPOINT_WEBHOOK_CLAIM_MARGIN_SECONDS)
 
 
-def claim(limit: int = 10) -> list[WebhookDelivery]:
-    """Take the due deliveries no other worker holds, holding them for one send."""
+def claim() -> WebhookDelivery | None:
+    """
+    Take the most overdue delivery no other worker holds, for one send.
+
+    One at a time: the claim lasts one send's time, so a row waiting behind others in a batch
+    would lapse and be sent twice.
+    """
     now = timezone.now()
     with transaction.atomic():
-        due = list(
+        due = (
             WebhookDelivery.objects.select_for_update(skip_locked=True)
             .filter(status="pending", next_attempt_at__lte=now)
-            .order_by("next_attempt_at")[:limit]
+            .order_by("next_attempt_at")
+            .first()
         )
-        if due:
-            WebhookDelivery.objects.filter(pk__in=[d.pk for d in due]).update(next_attempt_at=now + claim_window())
+        if due is not None:
+            WebhookDelivery.objects.filter(pk=due.pk).update(next_attempt_at=now + claim_window())
     return due
 
 
@@ -73,6 +80,7 @@ def send(delivery: WebhookDelivery) -> None:
         _finish(delivery, "failed", None, "the endpoint is disabled" if endpoint.deleted_at is None else "the endpoint was deleted")
         return
     status_code, answer, retry_after = _post(endpoint.url, endpoint.secret, delivery, now)
+    faults.reach("after_webhook_sent")
     delivery.attempts += 1
     if status_code is not None and 200 <= status_code < 300:
         _finish(delivery, "delivered", status_code, answer)
@@ -145,15 +153,16 @@ def _retry_after(value: str) -> int:
         return 0
 
 
-def deliver_due() -> int:
-    """One pass: claim what is due and send it; returns how many were attempted."""
-    due = claim()
-    for delivery in due:
+def deliver_due(limit: int = 10) -> int:
+    """Claim and send what is due, up to `limit` deliveries; returns how many were attempted."""
+    sent = 0
+    while sent < limit and (delivery := claim()) is not None:
+        sent += 1
         try:
             send(delivery)
         except Exception:
             log.exception("webhook delivery %s failed", delivery.webhook_id)
-    return len(due)
+    return sent
 
 
 def wake() -> None:
