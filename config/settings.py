@@ -210,7 +210,8 @@ WAYPOINT_WEBHOOK_TIMEOUT_SECONDS = env.float("WAYPOINT_WEBHOOK_TIMEOUT_SECONDS",
 # schedule), delivery threads per process, how often they look for due deliveries, and how long
 # past the timeout a claimed delivery stays with the worker that took it.
 WAYPOINT_WEBHOOK_RETRY_SCHEDULE = env.str("WAYPOINT_WEBHOOK_RETRY_SCHEDULE", default="")
-WAYPOINT_WEBHOOK_WORKERS = env.int("WAYPOINT_WEBHOOK_WORKERS", default=2)
+# None in the test process (which imports the ASGI application): a test sends with deliver_due().
+WAYPOINT_WEBHOOK_WORKERS = env.int("WAYPOINT_WEBHOOK_WORKERS", default=0 if TESTING else 2)
 WAYPOINT_WEBHOOK_POLL_SECONDS = env.float("WAYPOINT_WEBHOOK_POLL_SECONDS", default=1.0)
 WAYPOINT_WEBHOOK_CLAIM_MARGIN_SECONDS = env.float("WAYPOINT_WEBHOOK_CLAIM_MARGIN_SECONDS", default=20.0)
 # How long the runner waits out a database that dropped its connection (a restart, a failover)

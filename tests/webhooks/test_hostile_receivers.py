@@ -91,3 +91,20 @@ def test_a_misbehaving_receiver_costs_one_bounded_attempt(start, behave, status,
     assert len(d.last_response) <= delivery.FIRST_BYTES
     if status == "pending":
         assert d.next_attempt_at > timezone.now()
+
+
+def busy(conn):
+    conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 120\r\nContent-Length: 4\r\n\r\nbusy")
+
+
+@override_settings(WAYPOINT_WEBHOOK_ALLOW_PRIVATE=True, WAYPOINT_WEBHOOK_RETRY_SCHEDULE="5,5")
+def test_a_longer_retry_after_on_503_is_honoured(start):
+    endpoints.create(url=RawServer(busy).url, events=["turn.completed"])
+    start("hello there")
+
+    before = timezone.now()
+    delivery.deliver_due()
+
+    d = WebhookDelivery.objects.get()
+    assert (d.status, d.last_status_code, d.last_response) == ("pending", 503, "busy")
+    assert 115 < (d.next_attempt_at - before).total_seconds() < 125  # not the schedule's 5 s

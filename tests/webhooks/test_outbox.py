@@ -114,7 +114,7 @@ def test_failures_follow_the_schedule_then_fail(start, receiver):
 
 
 @private
-def test_a_redirect_is_not_followed_and_retry_after_is_honoured(start, receiver):
+def test_a_redirect_is_not_followed(start, receiver):
     endpoints.create(url=receiver.url, events=["turn.completed"])
     start("hello there")
     receiver.status = 302
