@@ -381,6 +381,36 @@ def section_turns(report: Report, database: ServerDatabase, *, quick: bool, prof
     report.figures["waypoint_best"] = best
 
 
+def section_webhooks(report: Report, *, quick: bool) -> None:
+    """
+    Core turns/s with one subscribed webhook endpoint against none, in one run.
+
+    The endpoint takes every type, so each turn writes its outbox rows (the INSERT … SELECT riding
+    in the append's round trip); nothing is sent here: delivery is off the turn's path anyway.
+    """
+    from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
+
+    assistant = bench_assistant()
+    turns = 40 if quick else 120
+    rates = {}
+    for label in ("none", "one", "none again", "one again"):
+        subscribed = label.startswith("one")
+        if subscribed:
+            endpoint = WebhookEndpoint.objects.create(url="https://hooks.example.com/waypoint", secret="whsec_" + "A" * 44)
+        before = WebhookDelivery.objects.count()
+        measured = waypoint_turns(assistant, turns=turns, concurrency=1)
+        written = WebhookDelivery.objects.count() - before
+        if subscribed:
+            endpoint.delete()
+        what = f"Waypoint turn, sequential, {'one subscribed webhook endpoint' if subscribed else 'no webhook endpoint'}"
+        row = report.latency_row("webhooks", what + (" (again)" if "again" in label else ""), measured["latencies"],
+                                 wall=measured["wall"], note=f"{written} outbox rows written")
+        rates[label] = row.rate
+    none, one = (rates["none"] + rates["none again"]) / 2, (rates["one"] + rates["one again"]) / 2
+    report.notes.append(f"webhooks: {one:.1f} turns/s with one subscribed endpoint vs {none:.1f} with none ({one / none:.0%})")
+    print(report.notes[-1])
+
+
 def run_profile(assistant) -> None:
     """Profile sequential turns with pyinstrument; the text report goes to bench/profile.txt."""
     from pyinstrument import Profiler
@@ -1253,7 +1283,7 @@ suite; the targets are goals, reported as met or not.
 
 
 # The end-to-end comparison first: the headline of a run stopped early.
-SECTIONS = ("floor", "embedded", "pushcost", "turns", "peers", "state", "push", "load", "verify", "sockets")
+SECTIONS = ("floor", "embedded", "pushcost", "turns", "webhooks", "peers", "state", "push", "load", "verify", "sockets")
 ON_OWN_CLUSTER = ("floor", "embedded")
 
 
@@ -1348,6 +1378,8 @@ def run_section(name: str, report: Report, database, args) -> None:
         section_embedded(report, database, quick=args.quick)
     elif name == "sockets":
         section_sockets(report, database, quick=args.quick)
+    elif name == "webhooks":
+        section_webhooks(report, quick=args.quick)
 
 
 if __name__ == "__main__":

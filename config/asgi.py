@@ -15,6 +15,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from apps.agent import runner  # noqa: E402
 from apps.ops.access import silence_daphne_access_log  # noqa: E402
 from apps.staff.routing import websocket_urlpatterns as staff_websocket_urlpatterns  # noqa: E402
+from apps.webhooks import delivery as webhook_delivery  # noqa: E402
 from apps.widget.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -25,6 +26,7 @@ application = ProtocolTypeRouter(
 )
 
 runner.start()
+webhook_delivery.start()
 silence_daphne_access_log()
 
 # What loading made (modules, settings, URL patterns, templates) lives as long as the process:

@@ -209,6 +209,14 @@ WAYPOINT_SIMPLE_EXPIRY_SECONDS = env.int("WAYPOINT_SIMPLE_EXPIRY_SECONDS", defau
 WAYPOINT_WEBHOOK_ALLOW_PRIVATE = env.bool("WAYPOINT_WEBHOOK_ALLOW_PRIVATE", default=False)
 WAYPOINT_WEBHOOK_SECRET = env.str("WAYPOINT_WEBHOOK_SECRET", default="") or SECRET_KEY
 WAYPOINT_WEBHOOK_TIMEOUT_SECONDS = env.float("WAYPOINT_WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# Outgoing webhooks (apps/webhooks): seconds between attempts ("" is the Standard Webhooks
+# schedule), delivery threads per process, how often they look for due deliveries, and how long
+# past the timeout a claimed delivery stays with the worker that took it.
+WAYPOINT_WEBHOOK_RETRY_SCHEDULE = env.str("WAYPOINT_WEBHOOK_RETRY_SCHEDULE", default="")
+# None in the test process (which imports the ASGI application): a test sends with deliver_due().
+WAYPOINT_WEBHOOK_WORKERS = env.int("WAYPOINT_WEBHOOK_WORKERS", default=0 if TESTING else 2)
+WAYPOINT_WEBHOOK_POLL_SECONDS = env.float("WAYPOINT_WEBHOOK_POLL_SECONDS", default=1.0)
+WAYPOINT_WEBHOOK_CLAIM_MARGIN_SECONDS = env.float("WAYPOINT_WEBHOOK_CLAIM_MARGIN_SECONDS", default=20.0)
 # How long the runner waits out a database that dropped its connection (a restart, a failover)
 # before it gives up on committing a step; the outcome it holds is kept all that time.
 WAYPOINT_DB_RETRY_SECONDS = env.float("WAYPOINT_DB_RETRY_SECONDS", default=30.0)
@@ -277,6 +285,7 @@ INSTALLED_APPS += ["apps.ops"]
 
 # --- People, workspaces, idle close (docs/people.md) -------------------------------------------
 INSTALLED_APPS += ["apps.people", "apps.workspaces"]
+INSTALLED_APPS += ["apps.webhooks"]
 # Each conversation's files and artifacts live under <this>/<conversation id>/.
 WAYPOINT_WORKSPACE_DIR = Path(env.str("WAYPOINT_WORKSPACE_DIR", default=str(DATA_DIR / "workspaces")))
 WAYPOINT_WORKSPACE_MAX_FILE_BYTES = env.int("WAYPOINT_WORKSPACE_MAX_FILE_BYTES", default=5_000_000)

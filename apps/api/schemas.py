@@ -385,3 +385,36 @@ class ArtifactOut(Schema):
     status: str = Field(description="created | acknowledged")
     acknowledged_by: str
     acknowledged_at: str | None
+
+
+# --- outgoing webhooks (docs/webhooks.md) -------------------------------------------------------
+class WebhookEndpointIn(Schema):
+    url: str = Field(..., max_length=2000, description="https URL that receives the events")
+    events: list[str] | None = Field(None, max_length=20, description="event types to send; absent or empty: all")
+    description: str = Field("", max_length=500)
+
+
+class WebhookEndpointOut(Schema):
+    id: str
+    url: str
+    events: list[str]
+    enabled: bool
+    description: str
+
+
+class WebhookEndpointCreatedOut(WebhookEndpointOut):
+    secret: str = Field(..., description="`whsec_<base64>`, the signing secret; shown this once")
+
+
+class WebhookDeliveryOut(Schema):
+    id: str = Field(..., description="the `webhook-id` header of every attempt")
+    type: str
+    status: str = Field(..., description="pending | delivered | failed")
+    attempts: int
+    last_status_code: int | None
+    next_attempt_at: str | None
+
+
+class AcceptedOut(Schema):
+    accepted: bool = True
+    id: str = Field(..., description="the delivery's `webhook-id`")

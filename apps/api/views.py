@@ -25,6 +25,7 @@ from apps.api import errors, schemas
 from apps.api.auth import AUTH, Principal
 from apps.conversations import queries, tokens
 from apps.conversations.errors import BadInput, Forbidden, NotFound
+from apps.webhooks import endpoints
 
 api = NinjaAPI(
     title="Waypoint API",
@@ -404,3 +405,98 @@ def acknowledge_artifact(
     if not _ARTIFACT_ID.match(artifact_id):
         raise NotFound("no such artifact in this conversation")
     return acknowledge(conversation_id=str(conversation.id), artifact_id=artifact_id, persona=principal.persona, now=timezone.now())
+
+
+# --- outgoing webhooks (docs/webhooks.md) -------------------------------------------------------
+EndpointId = Path(..., description="the endpoint id (UUID); unknown or deleted ids are 404")
+
+
+def _endpoint(request: HttpRequest, endpoint_id: str):
+    _principal(request).require_api_key()
+    found = endpoints.find(endpoint_id)
+    if found is None:
+        raise NotFound("no such webhook endpoint")
+    return found
+
+
+def _endpoint_out(endpoint) -> dict[str, Any]:
+    return {"id": str(endpoint.id), "url": endpoint.url, "events": endpoint.event_types, "enabled": endpoint.enabled,
+            "description": endpoint.description}
+
+
+@api.post(
+    "/webhook-endpoints", response={201: schemas.WebhookEndpointCreatedOut, frozenset(BAD | {401, 403, 429}): schemas.ErrorOut},
+    summary="Register a webhook endpoint", tags=["webhooks"],
+)
+def create_webhook_endpoint(request: HttpRequest, payload: schemas.WebhookEndpointIn):
+    """
+    Register an endpoint for signed event deliveries (API key); the answer's `secret` is shown this once.
+
+    A URL that is not https, resolves to a private address, or an unknown event type → 422.
+    """
+    _principal(request).require_api_key()
+    endpoint = endpoints.create(url=payload.url, events=payload.events, description=payload.description)
+    return Status(201, {**_endpoint_out(endpoint), "secret": endpoint.secret})
+
+
+@api.get(
+    "/webhook-endpoints", response={200: list[schemas.WebhookEndpointOut], frozenset({401, 403, 429}): schemas.ErrorOut},
+    summary="List the webhook endpoints", tags=["webhooks"],
+)
+def list_webhook_endpoints(request: HttpRequest):
+    """The registered endpoints, oldest first, without their secrets (API key)."""
+    _principal(request).require_api_key()
+    return [_endpoint_out(e) for e in endpoints.live()]
+
+
+@api.delete(
+    "/webhook-endpoints/{endpoint_id}", response={204: None, frozenset(ERRORS): schemas.ErrorOut},
+    summary="Delete a webhook endpoint", tags=["webhooks"],
+)
+def delete_webhook_endpoint(request: HttpRequest, endpoint_id: str = EndpointId):
+    """Nothing more is sent to it; its pending deliveries end as failed."""
+    endpoints.delete(_endpoint(request, endpoint_id))
+    return Status(204, None)
+
+
+@api.post(
+    "/webhook-endpoints/{endpoint_id}/test", response={202: schemas.AcceptedOut, frozenset(ERRORS): schemas.ErrorOut},
+    summary="Send a webhook.test event", tags=["webhooks"],
+)
+def test_webhook_endpoint(request: HttpRequest, endpoint_id: str = EndpointId):
+    """Queue a `webhook.test` delivery to the endpoint; it is sent like any other, with retries."""
+    made = endpoints.send_test(_endpoint(request, endpoint_id))
+    return Status(202, {"accepted": True, "id": made.webhook_id})
+
+
+def _delivery_out(d) -> dict[str, Any]:
+    return {"id": d.webhook_id, "type": d.type, "status": d.status, "attempts": d.attempts,
+            "last_status_code": d.last_status_code,
+            "next_attempt_at": d.next_attempt_at.isoformat() if d.next_attempt_at and d.status == "pending" else None}
+
+
+@api.get(
+    "/webhook-endpoints/{endpoint_id}/deliveries",
+    response={200: list[schemas.WebhookDeliveryOut], frozenset(ERRORS): schemas.ErrorOut},
+    summary="List an endpoint's deliveries", tags=["webhooks"],
+)
+def list_webhook_deliveries(request: HttpRequest, endpoint_id: str = EndpointId):
+    """The endpoint's latest deliveries, newest first; `id` is the `webhook-id` of every attempt."""
+    return [_delivery_out(d) for d in endpoints.recent(_endpoint(request, endpoint_id))]
+
+
+@api.post(
+    "/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/retry",
+    response={202: schemas.AcceptedOut, frozenset(ERRORS): schemas.ErrorOut},
+    summary="Send a delivery again", tags=["webhooks"],
+)
+def retry_webhook_delivery(
+    request: HttpRequest, endpoint_id: str = EndpointId, delivery_id: str = Path(..., description="the delivery's `webhook-id`"),
+):
+    """Send the delivery again now, with the same `webhook-id`."""
+    endpoint = _endpoint(request, endpoint_id)
+    delivery = endpoint.deliveries.filter(webhook_id=delivery_id).first()
+    if delivery is None:
+        raise NotFound("no such delivery for this endpoint")
+    endpoints.retry(delivery)
+    return Status(202, {"accepted": True, "id": delivery.webhook_id})

@@ -22,10 +22,12 @@ BOUNDARIES = (
 # The artifact boundaries (docs/people.md): before a tool call's artifact exists, right after its
 # record committed, right after the application's acknowledgment committed.
 ARTIFACT_BOUNDARIES = ("before_artifact", "after_artifact", "after_artifact_ack")
+# The outgoing webhooks' boundary (docs/webhooks.md): the receiver answered, the outcome is not yet recorded.
+WEBHOOK_BOUNDARIES = ("after_webhook_sent",)
 
 _FAULT_AT = settings.WAYPOINT_FAULT_AT
-if _FAULT_AT and _FAULT_AT not in BOUNDARIES + ARTIFACT_BOUNDARIES:
-    raise ValueError(f"WAYPOINT_FAULT_AT={_FAULT_AT!r} is not one of {BOUNDARIES + ARTIFACT_BOUNDARIES}")
+if _FAULT_AT and _FAULT_AT not in BOUNDARIES + ARTIFACT_BOUNDARIES + WEBHOOK_BOUNDARIES:
+    raise ValueError(f"WAYPOINT_FAULT_AT={_FAULT_AT!r} is not one of {BOUNDARIES + ARTIFACT_BOUNDARIES + WEBHOOK_BOUNDARIES}")
 
 
 def reach(boundary: str) -> None:

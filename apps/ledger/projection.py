@@ -41,6 +41,10 @@ class Entry:
 
 Handler = Callable[[Any, Entry], Iterable[Change]]
 
+# Told of the entries of every append, it returns statements (SQL, parameters) written in the same
+# transaction: an outbox of what the entries announce outside (the outgoing webhooks).
+Announcer = Callable[[str, list[Recorded]], list[tuple[str, list[Any]]]]
+
 
 class Projection:
     """One app's tables (each with its key fields, in order) and its handlers, one per event class."""
@@ -66,6 +70,12 @@ class Projector:
         self.keys: dict[str, tuple[str, ...]] = {}  # store -> its key fields, in registration order
         self.models: dict[str, Any] = {}  # store -> its Django model (opaque here)
         self._handlers: dict[type[EventKind], list[Handler]] = {}
+        self.announcers: list[Announcer] = []
+
+    def announce(self, announcer: Announcer) -> None:
+        """Have `announcer` write, with each append, the rows that tell others of its entries."""
+        if announcer not in self.announcers:
+            self.announcers.append(announcer)
 
     def register(self, projection: Projection, *, models: dict[str, Any]) -> None:
         """Add an app's projection; `models` names the model of each of its tables."""

@@ -179,6 +179,8 @@ def _write(
                 writes.change(change)
     own.add(Change(writes.head, (cid,), set={"head_seq": seq, "head_hash": prev}))
     writes.update_own_row(own, moved_from=head if fence else None, fence=fence)
+    for announcer in projector.announcers:
+        writes.statements += [(text, params, None) for text, params in announcer(cid, recorded)]
     try:
         writes.run()
     except IntegrityError:

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from apps.staff import views
+from apps.staff import webhooks as webhook_views
 
 app_name = "staff"
 urlpatterns = [
@@ -22,4 +23,8 @@ urlpatterns = [
     path("api-keys/", views.api_keys, name="api_keys"),
     path("api-keys/<int:key_id>/revoke", views.api_key_revoke, name="api_key_revoke"),
     path("personas/", views.personas, name="personas"),
+    # Outgoing webhooks (docs/webhooks.md)
+    path("webhooks/", webhook_views.webhooks, name="webhooks"),
+    path("webhooks/deliveries/<int:delivery_id>/resend", webhook_views.resend, name="webhook_resend"),
+    path("webhooks/<uuid:endpoint_id>/enabled", webhook_views.toggle, name="webhook_enabled"),
 ]

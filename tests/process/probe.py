@@ -29,6 +29,14 @@ def lab(*, config: dict[str, Any], conversations: int, message: str) -> dict[str
     return {"assistant_id": str(created.id), "conversations": started}
 
 
+def webhook_endpoint(*, url: str, events: list[str]) -> dict[str, Any]:
+    """Register an outgoing webhook endpoint; its id and signing secret."""
+    from apps.webhooks import endpoints
+
+    made = endpoints.create(url=url, events=events)
+    return {"id": str(made.id), "secret": made.secret}
+
+
 def resolve(*, run_id: str, resolution: str, note: str, result: str = "") -> dict[str, Any]:
     """Record a staff resolution of a quarantined turn, as the staff panel does."""
     from django.utils import timezone

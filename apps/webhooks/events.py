@@ -1,0 +1,42 @@
+"""
+Which log entries announce which webhook event, and the fields each carries.
+
+The table is by log kind; a kind that never occurs simply sends nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TYPES = (
+    "conversation.started", "turn.completed", "approval.requested", "client_action.requested",
+    "question.requested", "run.failed", "turn.quarantined", "conversation.completed",
+    "handoff.requested", "handoff.accepted", "handoff.returned", "handoff.timed_out", "webhook.test",
+)
+
+# log kind -> (event type, the payload fields it carries: payload name -> data name)
+BY_KIND: dict[str, tuple[str, dict[str, str]]] = {
+    "conversation_started": ("conversation.started", {}),
+    "turn_complete": ("turn.completed", {"run_id": "run_id", "text": "reply"}),
+    "approval_request": ("approval.requested", {"run_id": "run_id", "call_id": "call_id", "tool": "tool"}),
+    "client_action_requested": ("client_action.requested", {"run_id": "run_id", "call_id": "call_id", "tool": "tool"}),
+    "question_request": ("question.requested", {"run_id": "run_id", "call_id": "call_id", "question": "question"}),
+    "turn_failed": ("run.failed", {"run_id": "run_id", "error": "reason"}),
+    "turn_ambiguous": ("turn.quarantined", {"run_id": "run_id", "call_id": "call_id", "tool": "tool"}),
+    "conversation_completed": ("conversation.completed", {"run_id": "run_id"}),
+    "handoff_requested": ("handoff.requested", {"control": "control", "reason": "reason"}),
+    "control_taken": ("handoff.accepted", {"control": "control", "reason": "reason"}),
+    "control_returned": ("handoff.returned", {"control": "control", "reason": "reason"}),
+    "handoff_timed_out": ("handoff.timed_out", {"control": "control", "reason": "reason"}),
+}
+
+
+def announced(kind: str, turn_id: str, payload: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The event type and its own data fields for a log entry, or None when it announces nothing."""
+    found = BY_KIND.get(kind)
+    if found is None:
+        return None
+    type_, fields = found
+    data: dict[str, Any] = {"turn_id": turn_id} if turn_id else {}
+    data.update({name: payload[key] for key, name in fields.items() if key in payload})
+    return type_, data

@@ -1,0 +1,55 @@
+"""
+The outbox: the deliveries an append's entries cause, written in the append's own transaction.
+
+`announce` is registered with the log's projector; for each entry that announces an event it
+adds one INSERT … SELECT that writes a delivery for every enabled endpoint subscribed to the
+type. The statement rides in the append's round trip, so a write that rolls back sends nothing
+and one that commits has its deliveries, whatever happens to the process after.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from apps.conversations.models import Conversation
+from apps.ledger import sql
+from apps.ledger.types import Recorded
+from apps.webhooks.events import announced
+from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
+
+
+def announce(conversation_id: str, recorded: list[Recorded]) -> list[tuple[str, list[Any]]]:
+    statements = []
+    for rec in recorded:
+        found = announced(rec.kind, rec.turn_id, rec.payload)
+        if found is None:
+            continue
+        type_, data = found
+        statements.append(_insert(conversation_id, rec, type_, data))
+    return statements
+
+
+def _insert(conversation_id: str, rec: Recorded, type_: str, data: dict[str, Any]) -> tuple[str, list[Any]]:
+    d, e, c = sql.table(WebhookDelivery), sql.table(WebhookEndpoint), sql.table(Conversation)
+    at = datetime.fromisoformat(rec.created_at)
+    # One webhook-id per entry and endpoint, the same however often it is sent.
+    prefix = f"msg_{conversation_id.replace('-', '')}_{rec.seq}_"
+    columns = ", ".join(d.column(n) for n in (
+        "webhook_id", "endpoint", "type", "conversation_id", "assistant", "seq", "timestamp", "data",
+        "status", "attempts", "last_response", "next_attempt_at", "created_at",
+    ))
+    text = (
+        f"INSERT INTO {d.name} ({columns})"
+        f" SELECT %s || CAST({e.name}.{e.column('id')} AS TEXT), {e.name}.{e.column('id')}, %s, %s,"
+        f" (SELECT CAST({c.column('assistant')} AS TEXT) FROM {c.name} WHERE {c.column('id')} = %s),"
+        f" %s, %s, %s, 'pending', 0, '', %s, %s FROM {e.name}"
+        f" WHERE {e.column('enabled')} AND {e.column('deleted_at')} IS NULL"
+        f" AND ({e.column('events')} = '' OR {e.column('events')} LIKE %s)"
+    )
+    params = [
+        prefix, type_, conversation_id, c.value("id", conversation_id), rec.seq, rec.created_at,
+        json.dumps(data, ensure_ascii=False), d.value("next_attempt_at", at), d.value("created_at", at), f"%,{type_},%",
+    ]
+    return text, params
