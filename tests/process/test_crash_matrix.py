@@ -79,6 +79,7 @@ class Observed:
     at_crash: dict[str, Any] = field(default_factory=dict)
     recovery_seconds: float = 0.0
     page: str = ""
+    recovered: dict[str, Any] = field(default_factory=dict)  # after recovery, before any follow-up
     followup_turn_id: str = ""
     final: dict[str, Any] = field(default_factory=dict)
     webhooks: list[dict[str, Any]] = field(default_factory=list)
@@ -137,6 +138,7 @@ class CrashLab:
                      timeout=RECOVERY_LIMIT + 5, what=f"the turn to end {scenario.outcome}")
             seen.recovery_seconds = time.monotonic() - started
             seen.page = seen.customer.page(server)
+            seen.recovered = self.snapshot(cid, seen.turn_id)
             if boundary == "during_action":
                 self._follow_up(seen, lambda: seen.customer.continue_(server))
             elif boundary == "after_batch_two":
@@ -285,7 +287,7 @@ class TestAmbiguousAction:
     def test_a_crash_during_a_side_effecting_action_quarantines_the_turn(self, lab):
         seen = lab.observe("during_action")
 
-        run = seen.final["run"]
+        run = seen.recovered["run"]
         assert (run["status"], run["quarantined"]) == ("interrupted", True)
         assert [e["payload"]["tool"] for e in of_turn(seen.final, seen.turn_id, "turn_ambiguous")] == ["issue_refund"]
         assert not of_turn(seen.final, seen.turn_id, "turn_retried")
@@ -319,6 +321,14 @@ class TestAmbiguousAction:
         # The receiver answers a repeated key with its first refund: there is one refund, R-1.
         assert seen.final["messages"][-1]["text"] == 'Refund issued: {"refund_id": "R-1"}.'
         assert "Refunding now." not in [m["text"] for m in seen.final["messages"]]
+
+    def test_the_successful_reattempt_settles_the_quarantine(self, lab):
+        seen = lab.observe("during_action")
+
+        # The re-attempt went through, so nothing is left for staff to decide: the log says so.
+        [settled] = of_turn(seen.final, seen.followup_turn_id, "quarantine_settled")
+        assert (settled["payload"]["run_id"], settled["payload"]["call_id"]) == (seen.recovered["run"]["run_id"], "call_1_1")
+        assert (seen.final["run"]["status"], seen.final["run"]["quarantined"]) == ("interrupted", False)
 
 
 class TestAcceptedResults:
