@@ -212,6 +212,16 @@ class TestResolutionRules:
             actions.resolve_quarantine(run_id=q["run_id"], resolution="not_done_retry", note="", actor="staff:ops", now=clock())
 
 
+def reattempt(q, clock):
+    """The customer presses Continue on the quarantined turn: the one card it leads to, the re-attempt's approval."""
+    from apps.agent import actions as conversation_actions
+
+    conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
+                                               now=clock())
+    [pending] = state(q["conversation_id"])["pending_client_actions"]
+    return pending
+
+
 def approve(cid, call, clock, persona="guest:alice", decision="approve"):
     from apps.agent import actions as conversation_actions
 
@@ -226,10 +236,7 @@ class TestContinueBeforeAResolution:
         q = quarantined()
         started_at = ActionLog.objects.get(call_id=q["call_id"], turn_id=q["turn_id"]).started_at
 
-        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
-                                                   now=clock())
-
-        [pending] = state(q["conversation_id"])["pending_client_actions"]
+        pending = reattempt(q, clock)
         assert pending["kind"] == "approval" and pending["tool"] == "issue_refund"
         link = pending["reattempt_of"]
         assert (link["turn_id"], link["call_id"]) == (q["turn_id"], q["call_id"])
@@ -241,9 +248,7 @@ class TestContinueBeforeAResolution:
 
     def test_approving_the_reattempt_sends_it_under_the_first_attempts_key_once(self, quarantined, clock, receiver):
         q = quarantined()
-        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
-                                                   now=clock())
-        [pending] = state(q["conversation_id"])["pending_client_actions"]
+        pending = reattempt(q, clock)
 
         approve(q["conversation_id"], pending, clock)
 
@@ -257,9 +262,7 @@ class TestContinueBeforeAResolution:
 
     def test_the_reattempts_approval_reads_as_a_second_try_beside_the_first(self, quarantined, clock, client):
         q = quarantined()
-        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
-                                                   now=clock())
-        [pending] = state(q["conversation_id"])["pending_client_actions"]
+        pending = reattempt(q, clock)
 
         approve(q["conversation_id"], pending, clock)
 
@@ -285,9 +288,7 @@ class TestContinueBeforeAResolution:
 
     def test_a_successful_reattempt_settles_the_quarantine_in_the_log_and_it_leaves_the_queue(self, staff_client, quarantined, clock):
         q = quarantined()
-        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
-                                                   now=clock())
-        [pending] = state(q["conversation_id"])["pending_client_actions"]
+        pending = reattempt(q, clock)
 
         approve(q["conversation_id"], pending, clock)
 
@@ -303,9 +304,7 @@ class TestContinueBeforeAResolution:
 
     def test_the_list_says_why_a_conversation_whose_later_turn_finished_is_still_quarantined(self, staff_client, quarantined, clock):
         q = quarantined()
-        conversation_actions.continue_conversation(conversation_id=q["conversation_id"], persona=q["persona"], edge="api",
-                                                   now=clock())
-        [pending] = state(q["conversation_id"])["pending_client_actions"]
+        pending = reattempt(q, clock)
         approve(q["conversation_id"], pending, clock, decision="deny")
 
         listed = staff_client.get(reverse("staff:conversations"), {"quarantined": "1"}).content.decode()
