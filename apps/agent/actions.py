@@ -31,12 +31,14 @@ from apps.conversations.errors import (
     ActionResultConflict,
     ApprovalMismatch,
     BadInput,
+    ControlConflict,
     ConversationIsCompleted,
     Forbidden,
     InvalidAssistantConfig,
     NotFound,
     NothingToContinue,
     RunExpired,
+    RunNotWaiting,
     TurnConflict,
 )
 from apps.conversations.models import Conversation
@@ -46,6 +48,7 @@ from apps.ledger.types import (
     ApprovalResponse,
     ClientResultAccepted,
     ConversationStarted,
+    CustomerMessage,
     IngressDirective,
     QuestionResponse,
     TurnDispatched,
@@ -214,6 +217,10 @@ def start_turn(
     faults.reach("before_batch_one")
 
     def check(conversation: Conversation) -> None:
+        if conversation.control_mode != "agent":
+            # A person has the conversation, or one was asked for: the message is stored, no run starts.
+            _check_can_start(conversation, expected_seq, open_ok=True)
+            return
         if decline_pending:
             _check_can_start(conversation, expected_seq, open_ok=True)
             _supersede_waiting_run(conversation, reason=message, persona=persona, now=now)
@@ -251,6 +258,10 @@ def _new_turn(
             if replay is not None:
                 return replay
             check(conversation)
+            if conversation.control_mode != "agent":
+                out = _customer_message(conversation, text=text, persona=persona, edge=edge, idempotency=idempotency, now=now)
+                conversation_actions.remember(idempotency, str(conversation.id), out, 202)
+                return out
             out = _batch_one(
                 conversation_id=str(conversation.id), text=text, persona=persona, edge=edge,
                 mode=conversation.assistant.config.get("mode", "agent"), directive=directive, continuation=continuation,
@@ -261,6 +272,18 @@ def _new_turn(
             return out
 
     return conversation_actions.once(idempotency, write)
+
+
+def _customer_message(
+    conversation: Conversation, *, text: str, persona: str, edge: str, idempotency: Idempotency | None, now: datetime,
+) -> dict[str, Any]:
+    """A message while the agent does not have control: a turn without a run (`run_id` null), shown at once."""
+    turn_id = conversation_actions.new_id("turn")
+    event = CustomerMessage(message_id=conversation_actions.new_id("msg"), text=text, edge=edge, caller=persona,
+                            idempotency_key=idempotency.key if idempotency else "")
+    recorded = store.append(conversation, [event], turn_id=turn_id, actor=persona, now=now)
+    broadcast.on_commit(str(conversation.id), recorded[-1].seq)
+    return {"conversation_id": str(conversation.id), "turn_id": turn_id, "run_id": None, "seq": recorded[-1].seq}
 
 
 def _check_can_start(conversation: Conversation, expected_seq: int | None, *, open_ok: bool = False) -> None:
@@ -283,6 +306,9 @@ def continue_conversation(
 
     def check(conversation: Conversation) -> None:
         _check_can_start(conversation, None)
+        if conversation.control_mode != "agent":
+            raise ControlConflict("A person has this conversation: there is nothing for the assistant to continue.",
+                                  holder=None)
         latest = WorkflowLog.objects.filter(conversation_id=conversation.id).order_by("-dispatched_seq").first()
         if latest is None or latest.status not in CONTINUABLE:
             raise NothingToContinue()
@@ -381,6 +407,8 @@ def accept_results(
             usage = usages.get(item["call_id"])
             if usage is None:
                 raise NotFound(f"call {item['call_id']} is not a client action of this run")
+            if usage.status == "withdrawn":
+                raise RunNotWaiting("This request was withdrawn when the conversation was handed to a person.")
             if usage.status == "pending":
                 if run.status == "expired" or (usage.expires_at and usage.expires_at <= now):
                     raise RunExpired()

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from apps.agent.tools import check_date_bounds, check_tool_words
 
-BUILTIN_TOOLS = {"complete_conversation", "ask_question", "remember"}
+BUILTIN_TOOLS = {"complete_conversation", "ask_question", "remember", "handoff_to_human"}
 ACTIONS = {"echo", "fail", "sleep", "webhook", "write_file", "read_file", "list_files", "write_artifact"}
 PROVIDERS = {"scripted", "openai"}
 MODES = {"agent", "simple"}
@@ -40,7 +40,7 @@ def _check_steps(steps: Any, where: str, problems: list[str]) -> None:
         if not isinstance(step, dict):
             problems.append(f"{at}: must be an object")
             continue
-        unknown = set(step) - {"say", "call", "arguments", "calls", "stream", "when"}
+        unknown = set(step) - {"say", "call", "arguments", "calls", "stream", "when", "handoff"}
         if unknown:
             problems.append(f"{at}: unknown keys {sorted(unknown)}")
         if "say" in step and not isinstance(step["say"], str):
@@ -60,8 +60,10 @@ def _check_steps(steps: Any, where: str, problems: list[str]) -> None:
                 problems.append(f"{at}.calls[{j}]: needs a tool name in 'call'")
             elif not isinstance(call.get("arguments", {}), dict):
                 problems.append(f"{at}.calls[{j}].arguments: must be an object")
-        if not step.get("say") and not calls:
-            problems.append(f"{at}: a step needs 'say' or a call")
+        if "handoff" in step and not isinstance(step["handoff"], str):
+            problems.append(f"{at}.handoff: must be the reason, as text")
+        if not step.get("say") and not calls and "handoff" not in step:
+            problems.append(f"{at}: a step needs 'say', a call or 'handoff'")
 
 
 _HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
@@ -137,6 +139,7 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
     out.setdefault("required_approver", "")
     if not isinstance(out["required_approver"], str):
         problems.append("required_approver: must be a persona identity")
+    out["handoff"] = _check_handoff(config.get("handoff", {}), problems)
     if "instructions" in out and (not isinstance(out["instructions"], str) or len(out["instructions"]) > MAX_INSTRUCTIONS_CHARS):
         problems.append(f"instructions: must be text of at most {MAX_INSTRUCTIONS_CHARS} characters")
 
@@ -225,6 +228,47 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
     if problems:
         raise ConfigError(problems)
     return out
+
+
+HANDOFF_DEFAULTS = {
+    "enabled": False,
+    "model_tool": False,
+    "queue_timeout_seconds": 600,
+    "queued_message": "A person will be with you shortly.",
+    "unavailable_message": "No one is free right now; I'll keep helping.",
+}
+
+
+def _check_handoff(handoff: Any, problems: list[str]) -> dict[str, Any]:
+    """The `handoff` block (PRODUCT.md "Human handoff"), with its defaults filled in."""
+    if not isinstance(handoff, dict):
+        problems.append("handoff: must be an object")
+        return dict(HANDOFF_DEFAULTS)
+    out = {**HANDOFF_DEFAULTS, **handoff}
+    unknown = set(handoff) - set(HANDOFF_DEFAULTS)
+    if unknown:
+        problems.append(f"handoff: unknown keys {sorted(unknown)}")
+    for flag in ("enabled", "model_tool"):
+        if not isinstance(out[flag], bool):
+            problems.append(f"handoff.{flag}: must be true or false")
+    timeout = out["queue_timeout_seconds"]
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or not 1 <= timeout <= 7 * 86_400:
+        problems.append("handoff.queue_timeout_seconds: must be a whole number of seconds from 1 to 604800 (a week)")
+    for text in ("queued_message", "unavailable_message"):
+        if not isinstance(out[text], str) or not out[text].strip() or len(out[text]) > 500:
+            problems.append(f"handoff.{text}: must be text of at most 500 characters")
+    return out
+
+
+def handoff_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """An assistant's handoff settings; an assistant stored before they existed has the defaults."""
+    return {**HANDOFF_DEFAULTS, **(config.get("handoff") or {})}
+
+
+def offers_handoff_tool(config: dict[str, Any]) -> bool:
+    """Whether the model is offered `handoff_to_human` (both `handoff.enabled` and `handoff.model_tool`)."""
+    settings = handoff_settings(config)
+    return bool(settings["enabled"] and settings["model_tool"])
 
 
 def _number(value: Any) -> bool:

@@ -18,8 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.agent import turns
-from apps.agent.providers import PastRound, PastTurn, ToolCall
-from apps.ledger.types import MemoryCleared, MemoryRemembered, Recorded
+from apps.agent.providers import HumanLine, PastRound, PastTurn, ToolCall
+from apps.ledger.types import (
+    ControlReturned,
+    ControlTaken,
+    CustomerMessage,
+    HandoffRequested,
+    HandoffTimedOut,
+    MemoryCleared,
+    MemoryRemembered,
+    Recorded,
+    StaffMessage,
+)
 from apps.runs.machine import TurnStatus
 
 
@@ -67,6 +77,7 @@ _STATUS = {
     "turn_abandoned": TurnStatus.ABANDONED,
     "turn_resolved": TurnStatus.INTERRUPTED,
     "turn_superseded": TurnStatus.ABANDONED,  # the customer wrote instead of answering its requests
+    "turn_handed_off": TurnStatus.HANDED_OFF,
 }
 
 
@@ -77,6 +88,8 @@ def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
     Entries without a dispatched turn (participants, memory cleared by staff) are not part of any turn.
     """
     by_turn: dict[str, list[Recorded]] = {}
+    # The turns and the parts a person held, in the order they began: ("turn", turn id) or ("human", lines).
+    order: list[tuple[str, Any]] = []
     remembered: dict[str, tuple[str, str]] = {}  # fact id -> the (turn, call) of `remember` that made it
     cleared: set[str] = set()
     for rec in entries:
@@ -85,13 +98,25 @@ def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
                 remembered[fact_id] = (rec.turn_id, call_id)
             case MemoryCleared(fact_ids=fact_ids):
                 cleared.update(fact_ids)
+        line = _human_line(rec)
+        if line is not None:
+            if not order or order[-1][0] != "human":
+                order.append(("human", []))
+            order[-1][1].append(line)
+            continue
         if rec.turn_id and rec.turn_id != exclude_turn:
+            if rec.turn_id not in by_turn:
+                order.append(("turn", rec.turn_id))
             by_turn.setdefault(rec.turn_id, []).append(rec)
     forgotten = {remembered[f] for f in cleared if f in remembered}
     out: list[PastTurn] = []
     unknown: dict[tuple[str, str], Attempt] = {}
     keys: dict[tuple[str, str], str] = {}
-    for turn_id, events in by_turn.items():
+    for what, value in order:
+        if what == "human":
+            out.append(PastTurn("", "", False, [], "", TurnStatus.HUMAN, human=value))
+            continue
+        turn_id, events = value, by_turn[value]
         if not any(e.kind == "turn_dispatched" for e in events):
             continue
         state = turns.turn_state(events)
@@ -112,6 +137,24 @@ def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
         rounds = [_forget(r, turn_id, forgotten) for r in turns.past_rounds(state, settled=True)]
         out.append(PastTurn(turn_id, "" if state.continuation else state.message, state.continuation, rounds, state.reply, status))
     return History(out, unknown, keys)
+
+
+def _human_line(rec: Recorded) -> HumanLine | None:
+    """An entry of the part a person held, as a line of the history; None for any other entry."""
+    match rec.body:
+        case CustomerMessage(text=text):
+            return HumanLine("customer", text)
+        case StaffMessage(text=text, name=name, staff=staff):
+            return HumanLine("staff", text, name or staff)
+        case HandoffRequested(reason=reason):
+            return HumanLine("requested", reason)
+        case ControlTaken(name=name, staff=staff):
+            return HumanLine("joined", "", name or staff)
+        case ControlReturned(note=note, name=name, staff=staff):
+            return HumanLine("returned", note, name or staff)
+        case HandoffTimedOut(message=message):
+            return HumanLine("timed_out", message)
+    return None
 
 
 FORGOTTEN = "(a fact that was cleared from memory)"

@@ -54,7 +54,17 @@ class PastTurn:
     continuation: bool
     rounds: list[PastRound]
     reply: str  # the committed assistant message, "" when the turn ended without one
-    status: str  # completed | interrupted | failed | expired | abandoned | open
+    status: str  # completed | interrupted | failed | expired | abandoned | handed_off | open | human
+    # status "human": not a turn but the part of the conversation a person held (PRODUCT.md "Human
+    # handoff"): what the customer wrote, the person's replies and the changes of control, in order.
+    human: list[HumanLine] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class HumanLine:
+    kind: str  # customer | staff | requested | joined | returned | timed_out
+    text: str
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -119,6 +129,8 @@ class ScriptedProvider:
         last_result = next((list(past.results.values())[-1] for past in reversed(rounds) if past.results), None)
         text = _PLACEHOLDER.sub(lambda m: _placeholder(m, message, last_result, request.memory), step.get("say", ""))
         specs = step.get("calls") or ([{"call": step["call"], "arguments": step.get("arguments", {})}] if "call" in step else [])
+        if "handoff" in step:  # asks for a person, as a model's `handoff_to_human` call does
+            specs = [*specs, {"call": "handoff_to_human", "arguments": {"reason": step["handoff"]}}]
         calls = [
             ToolCall(call_id=f"call_{index + 1}_{i + 1}", tool=spec["call"], arguments=dict(spec.get("arguments", {})))
             for i, spec in enumerate(specs)
@@ -220,6 +232,8 @@ def resume_point(history: list[PastTurn]) -> tuple[str, list[PastRound]]:
     """
     chain: list[PastTurn] = []
     for turn in reversed(history):
+        if turn.status == "human":
+            continue
         chain.insert(0, turn)
         if not turn.continuation:
             break
@@ -450,6 +464,26 @@ def _round_messages(past: PastRound) -> list[dict[str, Any]]:
     return out
 
 
+def _human_message(line: HumanLine) -> dict[str, str]:
+    """One line of the part a person held, as the model reads it: the customer as the user, the rest said by the system."""
+    person = line.name or "A person from the support team"
+    match line.kind:
+        case "customer":
+            return {"role": "user", "content": line.text}
+        case "staff":
+            return {"role": "system", "content": f"{person} (a person, not you) replied to the customer: {line.text}"}
+        case "requested":
+            why = f" Reason: {line.text}" if line.text else ""
+            return {"role": "system", "content": f"The conversation was handed to a person.{why}"}
+        case "joined":
+            return {"role": "system", "content": f"{person} took over the conversation from you."}
+        case "returned":
+            note = f" Their note for you: {line.text}" if line.text else ""
+            return {"role": "system", "content": f"{person} handed the conversation back to you.{note}"}
+        case _:
+            return {"role": "system", "content": f"No person was free; the customer was told: {line.text}"}
+
+
 def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """Build the Chat Completions message list for a request: the earlier turns from the record, then this one."""
     messages: list[dict[str, Any]] = []
@@ -458,6 +492,7 @@ def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
     if request.memory:
         messages.append({"role": "system", "content": "Facts to remember:\n" + "\n".join(f"- {m}" for m in request.memory)})
     for turn in request.history:
+        messages += [_human_message(line) for line in turn.human]
         if turn.message:
             messages.append({"role": "user", "content": turn.message})
         for past in turn.rounds:

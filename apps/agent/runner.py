@@ -35,13 +35,13 @@ from django.db import (
 from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, ActionCall, ActionError
-from apps.agent import history, turns
-from apps.agent.config import BUILTIN_TOOLS
+from apps.agent import handoff, history, turns
+from apps.agent.config import BUILTIN_TOOLS, handoff_settings, offers_handoff_tool
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.agent.statements import assistant_config
 from apps.conversations import broadcast, faults, lease
 from apps.conversations.actions import locked, new_id
-from apps.conversations.models import Lease
+from apps.conversations.models import Conversation, Lease
 from apps.ledger import store
 from apps.ledger.store import LeaseLost
 from apps.ledger.types import (
@@ -51,6 +51,7 @@ from apps.ledger.types import (
     ClientActionRequested,
     CompletionRequested,
     ConversationCompleted,
+    HandoffRequested,
     ModelRound,
     QuarantineSettled,
     QuestionRequest,
@@ -59,6 +60,7 @@ from apps.ledger.types import (
     TurnComplete,
     TurnExpired,
     TurnFailed,
+    TurnHandedOff,
     TurnRetried,
 )
 from apps.runs.models import ToolUsageLog, WorkflowLog
@@ -217,6 +219,8 @@ def _drive_once(conversation_id: str, *, recovering: bool, held: lease.Held | No
         while run is not None:
             try:
                 released = execute_run(run, held, retry=retry)
+            except HandedOff:
+                released = _hand_off(conversation_id, run, held)
             except LeaseLost:
                 raise
             except Exception as exc:  # noqa: BLE001 - a run that fails for any reason is retried a bounded number of times
@@ -244,6 +248,42 @@ def _drive_once(conversation_id: str, *, recovering: bool, held: lease.Held | No
     # A turn dispatched between our last look and the release had its own kick refused by our
     # lease: nobody else will drive it until recovery, so take it now.
     return (drained or released) and oldest_running(conversation_id) is not None
+
+
+class HandedOff(Exception):
+    """Control left the agent (PRODUCT.md "Human handoff"): the run takes no further step."""
+
+
+HANDOFF_REASON = "handed to a person"
+
+
+def _check_control(conversation_id: str, *, lock: bool = False) -> None:
+    """
+    :raises HandedOff: a person has the conversation, or one was asked for
+
+    `lock`: read it under the conversation's row lock, which a change of control takes too, so
+    that no change can commit between this read and the caller's append.
+    """
+    rows = Conversation.objects.filter(id=conversation_id)
+    if lock:
+        rows = rows.select_for_update(no_key=True)
+    if rows.values_list("control_mode", flat=True).first() not in (None, "agent"):
+        raise HandedOff()
+
+
+def _hand_off(conversation_id: str, run: WorkflowLog, held: lease.Held) -> bool:
+    """
+    Stop a run whose conversation left the agent's control: `turn_handed_off`, and the lease given up.
+
+    A waiting run was stopped by the write that took control; one that was running stops here, at
+    the step boundary where it found out. True: the lease went with the commit.
+    """
+    events = store.read(conversation_id, turn_id=run.turn_id)
+    if turns.turn_state(events).ended:
+        return False
+    _append(conversation_id, run.turn_id, [TurnHandedOff(run_id=run.run_id, reason=HANDOFF_REASON)], held, _Journal(),
+            release=True)
+    return True
 
 
 def _retry_after_error(conversation_id: str, run: WorkflowLog, held: lease.Held, exc: Exception) -> bool:
@@ -323,9 +363,15 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
     """
     guess = journal.head
     delay, deadline = 0.05, time.monotonic() + settings.WAYPOINT_DB_RETRY_SECONDS
+    # A step the agent takes needs the agent to have control as of its commit. On the fast path
+    # nobody appended since this run's last commit, so nobody took control meanwhile; after anyone
+    # did, the row is locked and control read under that lock (a take-over waits for this commit).
+    stops = all(isinstance(e, TurnHandedOff) for e in events)
     while True:
         try:
             with transaction.atomic():
+                if guess is None and not stops:
+                    _check_control(conversation_id, lock=True)
                 recorded, journal.head = store.append_optimistic(
                     guess, held.token, conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor,
                     now=timezone.now(),
@@ -427,6 +473,9 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
         {"name": "remember", "kind": "builtin", "description": "Remember a fact for the later turns of this conversation",
          "parameters": {"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]}},
     ]
+    if offers_handoff_tool(config):
+        tools.append(HANDOFF_TOOL)
+    _check_control(cid)  # a run resumed (after a crash, say) under a person's control takes no step at all
     events: list = []
     deferred: list = []  # decided but not yet committed: a model round waiting for its read-only action
     earlier: history.History | None = None  # the conversation's other turns, read once per run
@@ -462,6 +511,8 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
             continue
         if isinstance(step, turns.Done | turns.Wait):
             return False
+        if isinstance(step, turns.CallModel | turns.RunAction) and not deferred:
+            _check_control(cid)  # no model round and no tool once a person has the conversation
         if isinstance(step, turns.CallModel | turns.RequestClient | turns.RunAction):
             earlier = earlier or _earlier_turns(cid, run.turn_id)
         if isinstance(step, turns.CallModel):
@@ -488,7 +539,8 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
         elif isinstance(step, turns.RequestClient):
             return commit([_request_event(run, state, config, c, earlier) for c in step.calls], last=True)
         elif isinstance(step, turns.RunAction):
-            _run_action(cid, run, step, held, commit, earlier)
+            if _run_action(cid, run, step, held, commit, earlier):
+                return True
         elif isinstance(step, turns.Ambiguous):
             call = step.call
             return commit([TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool,
@@ -503,6 +555,13 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
             commit(batch_two, last=True)
             faults.reach("after_batch_two")
             return True
+
+
+HANDOFF_TOOL = {
+    "name": "handoff_to_human", "kind": "builtin",
+    "description": "Hand the conversation to a person on the support team, when the customer asks for one or you cannot help",
+    "parameters": {"type": "object", "properties": {"reason": {"type": "string", "description": "Why a person is needed"}}},
+}
 
 
 def _provisional(event, turn_id: str) -> Recorded:
@@ -571,9 +630,13 @@ def _stored_name(tool: str) -> str:
     return tool if len(tool) <= 64 else tool[:64] + "…"
 
 
-def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held, commit, earlier: history.History) -> None:
+def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held, commit, earlier: history.History) -> bool:
+    """Run one action and commit its outcome; True when that commit ended the run (and gave the lease up)."""
     call = step.call
-    if step.problem or (_no_linked_action(step) and call.tool != "remember"):
+    if call.tool == "handoff_to_human" and not step.problem:
+        events = _handoff_by_model(cid, run, call, step.attempt)
+        return commit(events, last=isinstance(events[-1], TurnHandedOff))
+    if step.problem or (_no_linked_action(step) and call.tool not in ("remember", "handoff_to_human")):
         # Recorded as an action that started and failed at once: the action log row the finish
         # updates must exist, or the step cannot commit and the run never ends.
         tool = _stored_name(call.tool)
@@ -582,13 +645,13 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=tool, ok=False,
                                   error=step.problem or f"unknown tool {tool!r}")
         commit([started, finished])
-        return
+        return False
     if call.tool == "remember":
         commit(workspace_actions.remember_call(
             conversation_id=cid, run_id=run.run_id, turn_id=run.turn_id, call_id=call.call_id, arguments=call.arguments,
             persona=run.caller,
         ))
-        return
+        return False
     action = ACTIONS[step.tool["action"]]
     # A retry in this turn keeps the key it started with; a re-attempt of an earlier turn's
     # unknown outcome takes that attempt's key, so the receiving system can deduplicate it.
@@ -618,7 +681,29 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=type(exc).__name__)
     if action.side_effecting:
         faults.reach("during_action")
-    commit([started, finished] if action.read_only else [finished, *_settled(reattempt_of, call, finished)])
+    return commit([started, finished] if action.read_only else [finished, *_settled(reattempt_of, call, finished)])
+
+
+def _handoff_by_model(cid: str, run: WorkflowLog, call: turns.CallState, attempt: int) -> list:
+    """
+    The model asked for a person: the call's outcome, the request for a person and the run handed off, in one commit.
+
+    Offered only when the assistant's `handoff.enabled` and `model_tool` are set; a model that calls
+    it anyway is told it failed, and goes on.
+    """
+    key = f"{run.turn_id}:{call.call_id}"
+    started = ActionStarted(run_id=run.run_id, call_id=call.call_id, tool=call.tool, action="", arguments=call.arguments,
+                            side_effecting=False, idempotency_key=key, attempt=attempt)
+    if not handoff_settings(assistant_config(cid))["enabled"]:
+        return [started, ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False,
+                                        error="no person can be asked for in this conversation")]
+    reason = str(call.arguments.get("reason") or "")[:500]
+    return [
+        started,
+        ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output={"handed_to": "a person"}),
+        HandoffRequested(source="model", requested_by="agent", reason=reason, run_id=run.run_id),
+        TurnHandedOff(run_id=run.run_id, reason=HANDOFF_REASON),
+    ]
 
 
 def _settled(reattempt_of: dict, call: turns.CallState, finished: ActionFinished) -> list[QuarantineSettled]:
@@ -669,6 +754,7 @@ def recover_once() -> int:
             drive(cid, recovering=True)
         handed += 1
     expire_simple_runs(now=now)
+    handoff.time_out_handoffs(now=now)  # the queue's clock: requests that nobody took in time
     workspace_actions.reconcile(now=now)
     return handed
 

@@ -17,8 +17,10 @@ from django.db.models import CharField, F, Func
 from django.utils import timezone
 
 from apps.agent import statements
-from apps.conversations.models import ChatMessage, Conversation
+from apps.agent.handoff import control_of
+from apps.conversations.models import ChatMessage, ControlChange, Conversation
 from apps.ledger import sql
+from apps.ledger.identities import persona_name
 from apps.ledger.replay import read_only
 from apps.ledger.store import iso
 from apps.runs.models import WorkflowLog
@@ -66,7 +68,9 @@ def snapshot() -> Iterator[None]:
 
 # The conversation's own fields that the state shows: read again inside the state's snapshot, as
 # the row the caller loaded (to check access) may be older than the rest of what is read.
-STATE_FIELDS = ("status", "completed_at", "message_count", "head_seq", "last_turn_at", "visibility")
+STATE_FIELDS = ("status", "completed_at", "message_count", "head_seq", "last_turn_at", "visibility", "control_mode",
+                "control_staff", "control_name", "control_requested_at", "control_since", "control_reason")
+_MOMENTS = ("completed_at", "last_turn_at", "control_requested_at", "control_since")
 
 
 def conversation_state(conversation: Conversation, *, after_seq: int = 0, receipts: bool = False) -> dict[str, Any]:
@@ -100,7 +104,7 @@ def _refresh(conversation: Conversation) -> None:
     if not found:
         raise Conversation.DoesNotExist(conversation.id)
     for name, value in zip(STATE_FIELDS, found[0], strict=True):
-        setattr(conversation, name, _moment(value) if name in ("completed_at", "last_turn_at") else value)
+        setattr(conversation, name, _moment(value) if name in _MOMENTS else value)
 
 
 def _moment(value):
@@ -116,15 +120,24 @@ def _state(conversation: Conversation, *, after_seq: int) -> dict[str, Any]:
     # Plain tuples, not model instances, and times as text: a long conversation has thousands of
     # messages and this runs on every page load, poll and websocket push.
     created_at, as_text = _timestamp_text("created_at")
+    assistant = _assistant_author(conversation)
     messages = [
-        {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": author, "seq": seq, "created_at": created}
-        for id_, role, text, turn_id, author, seq, created in ChatMessage.objects.filter(
+        {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": _author(role, author, author_name, assistant),
+         "seq": seq, "created_at": created}
+        for id_, role, text, turn_id, author, author_name, seq, created in ChatMessage.objects.filter(
             conversation_id=conversation.id, seq__gt=after_seq
-        ).order_by("seq").values_list("id", "role", "text", "turn_id", "author", "seq", created_at)
+        ).order_by("seq").values_list("id", "role", "text", "turn_id", "author", "author_name", "seq", created_at)
+    ]
+    changes = [
+        {"seq": seq, "kind": kind, "staff": {"id": staff, "name": name or staff} if staff else None, "text": text,
+         "created_at": created}
+        for seq, kind, staff, name, text, created in ControlChange.objects.filter(
+            conversation_id=conversation.id, seq__gt=after_seq
+        ).order_by("seq").values_list("seq", "kind", "staff", "name", "text", created_at)
     ]
     if not as_text:
-        for message in messages:
-            message["created_at"] = _when(message["created_at"])
+        for item in [*messages, *changes]:
+            item["created_at"] = _when(item["created_at"])
     run = latest_run(conversation)
     pending: list[dict[str, Any]] = []
     answered: list[dict[str, Any]] = []
@@ -165,9 +178,27 @@ def _state(conversation: Conversation, *, after_seq: int) -> dict[str, Any]:
         "answered_client_actions": answered,
         "tool_summary": summary,
         "progress": [{"text": p["text"], "at": p["at"], "seq": p["seq"]} for p in (run.progress if run else [])],
+        "control": control_of(conversation),
+        # The changes of control after `after_seq`, for the transcript's lines ("Dana joined").
+        "control_changes": changes,
         # phase, display_phase, conditions, last_turn_at, visibility, participants, memory, artifacts
         **workspace_state(conversation, run=run),
     }
+
+
+def _assistant_author(conversation: Conversation) -> dict[str, str]:
+    name = conversation.assistant.name if Conversation.assistant.is_cached(conversation) else \
+        statements.ASSISTANT_NAME.rows(conversation.assistant_id)[0][0]
+    return {"kind": "assistant", "id": f"assistant:{conversation.assistant_id}", "name": name}
+
+
+def _author(role: str, author: str, author_name: str, assistant: dict[str, str]) -> dict[str, str]:
+    """Who wrote a message (PRODUCT.md "Human handoff"): the customer, the assistant or a person on the staff side."""
+    if role == "assistant":
+        return assistant
+    if role == "staff":
+        return {"kind": "staff", "id": author, "name": author_name or persona_name(author)}
+    return {"kind": "customer", "id": author, "name": persona_name(author) if author else ""}
 
 
 def answers(conversation: Conversation, *, after_seq: int = 0) -> list[dict[str, Any]]:

@@ -27,6 +27,15 @@ def assistant_config(conversation_id: str) -> dict:
     return config
 
 
+# The name the assistant's messages carry as their author (apps/agent/state.py).
+ASSISTANT_NAME = Statement(
+    "SELECT {assistants.name} FROM {assistants} WHERE {assistants.id} = %s",
+    tables={"assistants": Assistant},
+    params=("assistants.id",),
+    returns=("assistants.name",),
+)
+
+
 # The state every page load, poll and push reads (apps/agent/state.py), statement by statement:
 # through the ORM, building these queries cost more CPU than PostgreSQL spent answering them.
 

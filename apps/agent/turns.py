@@ -33,6 +33,7 @@ from apps.ledger.types import (
     TurnDispatched,
     TurnExpired,
     TurnFailed,
+    TurnHandedOff,
     TurnRetried,
     TurnSuperseded,
 )
@@ -154,6 +155,10 @@ def turn_state(events: list[Recorded]) -> TurnState:
                 for call_id in e.call_ids:
                     s.calls[call_id].answer = {"declined": True, "reason": e.reason}
                     s.calls[call_id].answered_by = e.declined_by
+            case TurnHandedOff() as e:
+                s.ended = rec.kind
+                for call_id in e.call_ids:
+                    s.calls[call_id].answer = {"withdrawn": True, "reason": e.reason}
             case TurnComplete() as e:
                 s.ended, s.reply = rec.kind, e.text
             case TurnFailed():

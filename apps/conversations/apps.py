@@ -6,10 +6,12 @@ class ConversationsConfig(AppConfig):
     label = "conversations"
 
     def ready(self) -> None:
-        from apps.conversations.models import ChatMessage, Conversation, Lease
+        from apps.conversations.models import ChatMessage, ControlChange, Conversation, Lease
         from apps.conversations.projection import projection
         from apps.ledger import store
         from apps.ledger.projection import projector
 
-        projector.register(projection, models={"conversations": Conversation, "chat_messages": ChatMessage})
+        projector.register(projection, models={
+            "conversations": Conversation, "chat_messages": ChatMessage, "control_changes": ControlChange,
+        })
         store.fence_with(Lease)

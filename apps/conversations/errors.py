@@ -103,3 +103,17 @@ class RunNotWaiting(WaypointError):
 
     code = "run_not_waiting"
     status = 409
+
+
+class ControlConflict(WaypointError):
+    """Someone else has this conversation."""
+
+    code = "control_conflict"
+    status = 409
+
+
+class HandoffUnavailable(WaypointError):
+    """This assistant cannot hand a conversation to a person."""
+
+    code = "handoff_unavailable"
+    status = 409

@@ -21,13 +21,24 @@ class Conversation(models.Model):
     owner = models.CharField(max_length=300, blank=True)
     last_turn_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
+    # Who answers the customer (PRODUCT.md "Human handoff"): agent | queued | human, and since when.
+    control_mode = models.CharField(max_length=20, default="agent")
+    control_staff = models.CharField(max_length=300, blank=True)  # staff:<id> while a person holds it
+    control_name = models.CharField(max_length=200, blank=True)
+    control_requested_at = models.DateTimeField(null=True, blank=True)
+    control_since = models.DateTimeField(null=True, blank=True)  # null: the agent's since the conversation began
+    control_reason = models.TextField(blank=True)
     # The log head: not part of the projection, the pointer batch one checks against.
     head_seq = models.PositiveIntegerField(default=0)
     head_hash = models.CharField(max_length=64, default="0" * 64)
 
     class Meta:
         db_table = "conversations"
-        indexes = [models.Index(fields=["-created_at"], name="conversation_recent")]
+        indexes = [
+            models.Index(fields=["-created_at"], name="conversation_recent"),
+            # The staff queue "Waiting for a person": the few queued conversations, oldest request first.
+            models.Index(fields=["control_mode", "control_requested_at"], name="conversation_by_control"),
+        ]
 
     def __str__(self) -> str:
         return f"conv-{self.id}"
@@ -43,15 +54,33 @@ class ChatMessage(models.Model):
     id = models.CharField(primary_key=True, max_length=40)
     conversation = models.ForeignKey(Conversation, on_delete=models.PROTECT, related_name="messages")
     turn_id = models.CharField(max_length=40)
-    role = models.CharField(max_length=20)  # user | assistant
+    role = models.CharField(max_length=20)  # user | assistant | staff (a person's reply under handoff)
     text = models.TextField()
     author = models.CharField(max_length=300, blank=True)
+    author_name = models.CharField(max_length=200, blank=True)  # a staff author's name as they gave it
     seq = models.PositiveIntegerField()
     created_at = models.DateTimeField()
 
     class Meta:
         db_table = "chat_messages"
         indexes = [models.Index(fields=["conversation", "seq"], name="message_by_seq")]
+
+
+class ControlChange(models.Model):
+    """A change of control as the transcript shows it ("Dana joined"): one per handoff entry of the log."""
+
+    id = models.CharField(primary_key=True, max_length=60)  # <conversation id>:<seq>
+    conversation = models.ForeignKey(Conversation, on_delete=models.PROTECT, related_name="control_changes")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=40)  # handoff_requested | control_taken | control_returned | handoff_timed_out
+    staff = models.CharField(max_length=300, blank=True)
+    name = models.CharField(max_length=200, blank=True)
+    text = models.TextField(blank=True)  # the request's reason, the hand-back note or the message the customer was shown
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "control_changes"
+        indexes = [models.Index(fields=["conversation", "seq"], name="control_change_by_seq")]
 
 
 def token_expiry() -> datetime:

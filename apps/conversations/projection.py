@@ -10,23 +10,29 @@ from collections.abc import Iterator
 
 from apps.ledger.projection import Change, Entry, Projection
 from apps.ledger.types import (
+    ControlReturned,
+    ControlTaken,
     ConversationCompleted,
     ConversationStarted,
+    CustomerMessage,
+    HandoffRequested,
+    HandoffTimedOut,
     ParticipantAdded,
+    StaffMessage,
     TurnComplete,
     TurnDispatched,
 )
 
-projection = Projection({"conversations": ("id",), "chat_messages": ("id",)})
+projection = Projection({"conversations": ("id",), "chat_messages": ("id",), "control_changes": ("id",)})
 
 
-def _message(at: Entry, *, message_id: str, role: str, text: str, author: str) -> Change:
+def _message(at: Entry, *, message_id: str, role: str, text: str, author: str, author_name: str = "") -> Change:
     return Change(
         "chat_messages",
         (message_id,),
         create={
             "id": message_id, "turn_id": at.turn_id, "role": role, "text": text, "author": author,
-            "seq": at.seq, "created_at": at.created_at,
+            "author_name": author_name, "seq": at.seq, "created_at": at.created_at,
         },
     )
 
@@ -47,6 +53,12 @@ def _(event: ConversationStarted, at: Entry) -> Iterator[Change]:
             "owner": event.owner,
             "last_turn_at": None,
             "created_at": at.created_at,
+            "control_mode": "agent",
+            "control_staff": "",
+            "control_name": "",
+            "control_requested_at": None,
+            "control_since": None,
+            "control_reason": "",
         },
     )
 
@@ -74,3 +86,58 @@ def _(event: ConversationCompleted, at: Entry) -> Iterator[Change]:
 @projection.handles(ParticipantAdded)
 def _(event: ParticipantAdded, at: Entry) -> Iterator[Change]:
     yield Change("conversations", (at.conversation_id,), set={"visibility": "shared"})
+
+
+# --- human handoff: who answers, the transcript's lines about it, and the messages under it --------
+
+
+def _control(at: Entry, mode: str, **values) -> Change:
+    return Change("conversations", (at.conversation_id,), set={"control_mode": mode, "control_since": at.created_at, **values})
+
+
+def _line(at: Entry, kind: str, *, staff: str = "", name: str = "", text: str = "") -> Change:
+    return Change(
+        "control_changes",
+        (f"{at.conversation_id}:{at.seq}",),
+        create={"id": f"{at.conversation_id}:{at.seq}", "seq": at.seq, "kind": kind, "staff": staff, "name": name,
+                "text": text, "created_at": at.created_at},
+    )
+
+
+@projection.handles(HandoffRequested)
+def _(event: HandoffRequested, at: Entry) -> Iterator[Change]:
+    yield _control(at, "queued", control_staff="", control_name="", control_requested_at=at.created_at,
+                   control_reason=event.reason)
+    yield _line(at, "handoff_requested", text=event.reason)
+
+
+@projection.handles(ControlTaken)
+def _(event: ControlTaken, at: Entry) -> Iterator[Change]:
+    # The request's time and reason stay: the holder and the queue show why and since when the customer waited.
+    extra = {"control_reason": event.reason} if event.reason else {}
+    yield _control(at, "human", control_staff=event.staff, control_name=event.name, **extra)
+    yield _line(at, "control_taken", staff=event.staff, name=event.name, text=event.reason)
+
+
+@projection.handles(ControlReturned)
+def _(event: ControlReturned, at: Entry) -> Iterator[Change]:
+    yield _control(at, "agent", control_staff="", control_name="", control_requested_at=None, control_reason="")
+    yield _line(at, "control_returned", staff=event.staff, name=event.name, text=event.note)
+
+
+@projection.handles(HandoffTimedOut)
+def _(event: HandoffTimedOut, at: Entry) -> Iterator[Change]:
+    yield _control(at, "agent", control_staff="", control_name="", control_requested_at=None, control_reason="")
+    yield _line(at, "handoff_timed_out", text=event.message)
+
+
+@projection.handles(CustomerMessage)
+def _(event: CustomerMessage, at: Entry) -> Iterator[Change]:
+    yield Change("conversations", (at.conversation_id,), set={"last_turn_at": at.created_at}, incr={"message_count": 1})
+    yield _message(at, message_id=event.message_id, role="user", text=event.text, author=event.caller)
+
+
+@projection.handles(StaffMessage)
+def _(event: StaffMessage, at: Entry) -> Iterator[Change]:
+    yield Change("conversations", (at.conversation_id,), incr={"message_count": 1})
+    yield _message(at, message_id=event.message_id, role="staff", text=event.text, author=event.staff, author_name=event.name)

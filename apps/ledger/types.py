@@ -273,6 +273,93 @@ class QuarantineSettled(EventKind):
     by_call_id: str
 
 
+# --- human handoff (PRODUCT.md "Human handoff") -------------------------------------------------
+
+
+@_kind("handoff_requested")
+@dataclass(frozen=True)
+class HandoffRequested(EventKind):
+    """
+    Someone asked for a person: control goes from the agent to the queue.
+
+    `source` is who asked: `customer` (Talk to a person), `application` (the API) or `model`
+    (`handoff_to_human`, in the turn of `run_id`). `requested_by` is the persona, or `agent`.
+    """
+
+    source: str
+    requested_by: str
+    reason: str = ""
+    run_id: str = ""
+
+
+@_kind("control_taken")
+@dataclass(frozen=True)
+class ControlTaken(EventKind):
+    """A person takes the conversation over, from the queue or straight from the agent."""
+
+    staff: str  # staff:<id>
+    name: str = ""
+    reason: str = ""
+
+
+@_kind("control_returned")
+@dataclass(frozen=True)
+class ControlReturned(EventKind):
+    """Control goes back to the agent; `note` is for the model, which reads it with the human part of the history."""
+
+    staff: str
+    name: str = ""
+    note: str = ""
+
+
+@_kind("handoff_timed_out")
+@dataclass(frozen=True)
+class HandoffTimedOut(EventKind):
+    """Nobody took the conversation within `handoff.queue_timeout_seconds`: the agent answers again."""
+
+    requested_at: str
+    timeout_seconds: int
+    message: str = ""  # the assistant's `handoff.unavailable_message`, as the customer was shown it
+
+
+@_kind("turn_handed_off")
+@dataclass(frozen=True)
+class TurnHandedOff(EventKind):
+    """
+    Control left the agent while a run was open: the run stops and its pending requests are withdrawn.
+
+    `call_ids` are the requests that waited for an answer (none for a run stopped between steps);
+    an answer to one of them later gets 409.
+    """
+
+    run_id: str
+    call_ids: list = field(default_factory=list)
+    reason: str = ""
+
+
+@_kind("customer_message")
+@dataclass(frozen=True)
+class CustomerMessage(EventKind):
+    """A customer's message while a person, or nobody yet, has control: stored and shown, no run."""
+
+    message_id: str
+    text: str
+    edge: str
+    caller: str = ""
+    idempotency_key: str = ""
+
+
+@_kind("staff_message")
+@dataclass(frozen=True)
+class StaffMessage(EventKind):
+    """A reply written by the person who holds control."""
+
+    message_id: str
+    text: str
+    staff: str
+    name: str = ""
+
+
 @_kind("conversation_completed")
 @dataclass(frozen=True)
 class ConversationCompleted(EventKind):

@@ -19,6 +19,7 @@ class RunStatus(StrEnum):
     INTERRUPTED = "interrupted"
     FAILED = "failed"
     EXPIRED = "expired"
+    HANDED_OFF = "handed_off"  # control left the agent: the run stopped, its pending requests withdrawn
 
 
 # A turn is still open: no new turn may start on the conversation (unless it is quarantined).
@@ -29,16 +30,19 @@ CONTINUABLE = frozenset({RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.EXPI
 TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     # a request pauses it; batch two completes it; bounded failure fails it; ambiguity interrupts it;
     # a retry after a crash or an error keeps it running
+    # control leaving the agent hands it off
     RunStatus.RUNNING: frozenset({RunStatus.RUNNING, RunStatus.WAITING, RunStatus.COMPLETED, RunStatus.FAILED,
-                                  RunStatus.INTERRUPTED}),
+                                  RunStatus.INTERRUPTED, RunStatus.HANDED_OFF}),
     # the last answer resumes it; a simple run's pending request expires; an answer that is not the
     # last keeps it waiting; the customer writing instead declines what waits and ends it
-    RunStatus.WAITING: frozenset({RunStatus.WAITING, RunStatus.RUNNING, RunStatus.EXPIRED, RunStatus.COMPLETED}),
+    RunStatus.WAITING: frozenset({RunStatus.WAITING, RunStatus.RUNNING, RunStatus.EXPIRED, RunStatus.COMPLETED,
+                                  RunStatus.HANDED_OFF}),
     # staff: not done and retry runs it again; done or abandon leave it for Continue
     RunStatus.INTERRUPTED: frozenset({RunStatus.RUNNING, RunStatus.INTERRUPTED}),
     RunStatus.COMPLETED: frozenset(),
     RunStatus.FAILED: frozenset(),
     RunStatus.EXPIRED: frozenset(),
+    RunStatus.HANDED_OFF: frozenset(),
 }
 
 
@@ -61,3 +65,5 @@ class TurnStatus(StrEnum):
     EXPIRED = "expired"
     INTERRUPTED = "interrupted"  # ambiguous, or staff confirmed the unknown outcome: it waits for Continue
     ABANDONED = "abandoned"
+    HANDED_OFF = "handed_off"  # control left the agent before the turn ended
+    HUMAN = "human"  # not a turn: the part of the conversation a person held

@@ -29,6 +29,7 @@ from apps.ledger.types import (
     TurnDispatched,
     TurnExpired,
     TurnFailed,
+    TurnHandedOff,
     TurnRetried,
     TurnSuperseded,
 )
@@ -246,6 +247,16 @@ def _(event: TurnSuperseded, at: Entry) -> Iterator[Change]:
             "answered_at": at.created_at, "accepted_seq": at.seq,
         })
     yield _run(event.run_id, at, status=RunStatus.COMPLETED, progress="Closed: the customer wrote instead", pending=[])
+
+
+@projection.handles(TurnHandedOff)
+def _(event: TurnHandedOff, at: Entry) -> Iterator[Change]:
+    for call_id in event.call_ids:
+        yield Change("tool_usage_logs", (event.run_id, call_id), set={
+            "status": "withdrawn", "output": {"withdrawn": True, "reason": event.reason}, "answered_by": "",
+            "answered_at": at.created_at, "accepted_seq": at.seq,
+        })
+    yield _run(event.run_id, at, status=RunStatus.HANDED_OFF, progress="Handed to a person", pending=[])
 
 
 @projection.handles(TurnRetried)

@@ -37,8 +37,9 @@ ASKED = ApprovalRequest(run_id="run_1", call_id="call_1_1", tool="refund", argum
 
 
 class TestRunMachine:
-    def test_only_completed_failed_and_expired_are_final(self):
-        assert {s for s in RunStatus if is_final(s)} == {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.EXPIRED}
+    def test_only_completed_failed_expired_and_handed_off_are_final(self):
+        assert {s for s in RunStatus if is_final(s)} == {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.EXPIRED,
+                                                         RunStatus.HANDED_OFF}
 
     def test_an_open_run_is_never_continuable(self):
         assert OPEN.isdisjoint(CONTINUABLE) and set(TRANSITIONS) == set(RunStatus)

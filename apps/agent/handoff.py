@@ -1,0 +1,231 @@
+"""
+Who answers the customer: the agent, nobody yet, or one person (PRODUCT.md "Human handoff").
+
+Every change of control is an entry of the log, appended under the conversation's row lock, so
+exactly one taker wins and replay shows who held the conversation when. A change that takes control
+from the agent withdraws what a waiting run asked for in the same commit; a running run finds out
+at its next step boundary (`apps/agent/runner.py`) and stops there.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+
+from apps.agent.config import handoff_settings
+from apps.conversations import actions as conversation_actions
+from apps.conversations import broadcast
+from apps.conversations.errors import (
+    BadInput,
+    ControlConflict,
+    ConversationIsCompleted,
+    HandoffUnavailable,
+)
+from apps.conversations.models import Conversation
+from apps.ledger import store
+from apps.ledger.identities import InvalidPersona, parse_persona
+from apps.ledger.types import (
+    ControlReturned,
+    ControlTaken,
+    HandoffRequested,
+    HandoffTimedOut,
+    StaffMessage,
+    TurnHandedOff,
+)
+from apps.runs.models import WorkflowLog
+
+SOURCES = ("customer", "application", "model")
+WITHDRAWN = "handed to a person"
+MAX_REASON = 500
+MAX_NAME = 200
+
+
+def control_of(conversation: Conversation) -> dict[str, Any]:
+    """The conversation's `control`, as every state shows it."""
+    staff = {"id": conversation.control_staff, "name": conversation.control_name or conversation.control_staff} \
+        if conversation.control_staff else None
+    return {
+        "mode": conversation.control_mode or "agent",
+        "staff": staff,
+        "requested_at": store.iso(conversation.control_requested_at) if conversation.control_requested_at else None,
+        "since": store.iso(conversation.control_since or conversation.created_at),
+        "reason": conversation.control_reason or None,
+    }
+
+
+def available(config: dict[str, Any]) -> bool:
+    """Whether the assistant lets a conversation be handed to a person (`handoff.enabled`)."""
+    return bool(handoff_settings(config)["enabled"])
+
+
+def _reason(value: Any, what: str = "reason") -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > MAX_REASON:
+        raise BadInput(f"{what} must be text of at most {MAX_REASON} characters")
+    conversation_actions.check_clean(value, what)
+    return value.strip()
+
+
+def check_staff(staff: Any, name: Any = None) -> tuple[str, str]:
+    """A staff persona (`staff:<id>`) and the name people see. :raises BadInput: either is malformed"""
+    try:
+        persona = parse_persona(staff)
+    except InvalidPersona:
+        persona = None
+    if persona is None or persona.provider != "staff":
+        raise BadInput("staff must be a staff persona like staff:dana")
+    if name is not None and (not isinstance(name, str) or len(name) > MAX_NAME):
+        raise BadInput(f"name must be text of at most {MAX_NAME} characters")
+    name = (name or "").strip()
+    conversation_actions.check_clean(name, "name")
+    return staff, name or staff.removeprefix("staff:")
+
+
+def _append(conversation: Conversation, events: list, *, actor: str, now: datetime, turn_id: str = "") -> None:
+    recorded = store.append(conversation, events, turn_id=turn_id, actor=actor, now=now)
+    broadcast.on_commit(str(conversation.id), recorded[-1].seq)
+
+
+def _withdraw(conversation: Conversation, *, actor: str, now: datetime) -> None:
+    """
+    End the waiting run's turn, withdrawing each request it waits for (`turn_handed_off`), in the caller's transaction.
+
+    A running run is not touched here: its writer stops at its next step boundary.
+    """
+    run = (WorkflowLog.objects.filter(conversation_id=conversation.id, status="waiting")
+           .order_by("-dispatched_seq").first())
+    if run is None:
+        return
+    _append(conversation, [TurnHandedOff(run_id=run.run_id, call_ids=list(run.pending), reason=WITHDRAWN)],
+            actor=actor, now=now, turn_id=run.turn_id)
+
+
+def _locked(conversation_id: str) -> Conversation:
+    conversation = conversation_actions.locked(conversation_id, with_assistant=True)
+    if conversation.status == "completed":
+        raise ConversationIsCompleted()
+    return conversation
+
+
+def request_handoff(*, conversation_id: str, source: str, requested_by: str, reason: Any = None, now: datetime) -> dict[str, Any]:
+    """
+    Ask for a person: agent → queued. Asking again while queued or human changes nothing.
+
+    Returns the control after it.
+    :raises HandoffUnavailable: the assistant has no `handoff.enabled`
+    :raises ConversationIsCompleted: the conversation is read-only
+    """
+    reason = _reason(reason)
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        if not available(conversation.assistant.config):
+            raise HandoffUnavailable()
+        if conversation.control_mode != "agent":
+            return control_of(conversation)
+        _withdraw(conversation, actor=requested_by, now=now)
+        _append(conversation, [HandoffRequested(source=source, requested_by=requested_by, reason=reason)],
+                actor=requested_by, now=now)
+        return control_of(_fresh(conversation))
+
+
+def take_control(*, conversation_id: str, staff: str, name: Any = None, reason: Any = None, now: datetime) -> dict[str, Any]:
+    """
+    A person takes the conversation: agent | queued → human. Exactly one taker wins, under the row lock.
+
+    Taking it again by its holder changes nothing.
+    :raises ControlConflict: another person holds it (`holder` names them)
+    :raises ConversationIsCompleted: the conversation is read-only
+    """
+    staff, name = check_staff(staff, name)
+    reason = _reason(reason)
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        if conversation.control_mode == "human":
+            if conversation.control_staff == staff:
+                return control_of(conversation)
+            raise _conflict(conversation)
+        _withdraw(conversation, actor=staff, now=now)
+        _append(conversation, [ControlTaken(staff=staff, name=name, reason=reason)], actor=staff, now=now)
+        return control_of(_fresh(conversation))
+
+
+def return_control(*, conversation_id: str, staff: str, name: Any = None, note: Any = None, now: datetime) -> dict[str, Any]:
+    """
+    Hand the conversation back to the assistant: human → agent, by its holder only (a queued one by any staff).
+
+    :raises ControlConflict: another person holds it, or the agent has it already
+    :raises ConversationIsCompleted: the conversation is read-only
+    """
+    staff, name = check_staff(staff, name)
+    note = _reason(note, "note")
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        if conversation.control_mode == "agent":
+            raise ControlConflict("The assistant has this conversation already.", holder=None)
+        if conversation.control_mode == "human" and conversation.control_staff != staff:
+            raise _conflict(conversation)
+        _append(conversation, [ControlReturned(staff=staff, name=name, note=note)], actor=staff, now=now)
+        return control_of(_fresh(conversation))
+
+
+def staff_message(*, conversation_id: str, staff: str, text: Any, now: datetime) -> dict[str, Any]:
+    """
+    A reply by the person who holds control. Returns the message as the state shows it.
+
+    :raises ControlConflict: this persona does not hold the conversation
+    :raises BadInput: no text, or too long
+    """
+    staff, _ = check_staff(staff)
+    conversation_actions.check_message(text)
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        if conversation.control_mode != "human" or conversation.control_staff != staff:
+            raise _conflict(conversation)
+        message_id = conversation_actions.new_id("msg")
+        event = StaffMessage(message_id=message_id, text=text, staff=staff, name=conversation.control_name)
+        recorded = store.append(conversation, [event], turn_id="", actor=staff, now=now)
+        broadcast.on_commit(str(conversation.id), recorded[-1].seq)
+        return {"id": message_id, "role": "staff", "text": text, "turn_id": "", "seq": recorded[-1].seq,
+                "created_at": recorded[-1].created_at,
+                "author": {"kind": "staff", "id": staff, "name": conversation.control_name or staff}}
+
+
+def _conflict(conversation: Conversation) -> ControlConflict:
+    holder = control_of(conversation)["staff"]
+    if holder is None:
+        return ControlConflict("Take the conversation over first: nobody holds it.", holder=None)
+    return ControlConflict(f"{holder['name']} already has this conversation.", holder=holder)
+
+
+def _fresh(conversation: Conversation) -> Conversation:
+    """The row after this transaction's appends (their projection updated it, not the instance)."""
+    return Conversation.objects.get(id=conversation.id)
+
+
+def time_out_handoffs(*, now: datetime) -> int:
+    """
+    Return to the agent every queued conversation that nobody took within its `handoff.queue_timeout_seconds`.
+
+    Run by each process's recovery loop: the queue's clock is the request's time in the record, so
+    a restart loses no timeout. Returns how many timed out.
+    """
+    queued = (Conversation.objects.filter(control_mode="queued", control_requested_at__isnull=False)
+              .select_related("assistant").order_by("control_requested_at")[:200])
+    timed_out = 0
+    for conversation in queued:
+        settings = handoff_settings(conversation.assistant.config)
+        if conversation.control_requested_at + timedelta(seconds=settings["queue_timeout_seconds"]) > now:
+            continue
+        with transaction.atomic():
+            locked = conversation_actions.locked(str(conversation.id), with_assistant=True)
+            if locked.control_mode != "queued" or locked.control_requested_at != conversation.control_requested_at:
+                continue  # taken, or asked again, meanwhile
+            _append(locked, [HandoffTimedOut(requested_at=store.iso(locked.control_requested_at),
+                                             timeout_seconds=settings["queue_timeout_seconds"],
+                                             message=settings["unavailable_message"])],
+                    actor="system", now=now)
+            timed_out += 1
+    return timed_out
