@@ -33,6 +33,11 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
             "max_output_tokens": 400,
             "rules": [
                 {
+                    # Asking for a person hands the conversation to the staff's queue (docs/handoff.md).
+                    "match": r"\b(person|human|someone real|real agent)\b",
+                    "steps": [{"say": "Of course, I'm asking a person to join.", "handoff": "the customer asked for a person"}],
+                },
+                {
                     "match": "refund",
                     "steps": [
                         {"call": "lookup_order", "arguments": {"order_id": "A-1"}},
@@ -70,6 +75,8 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
             # The message keeps its own closing punctuation ("are you there?"), so nothing is added after it.
             "fallback": [{"say": "You said: {message}\n\nTry asking about an order, a refund, a delivery date, help, or say bye."}],
         },
+        # A person can be asked for: by Talk to a person, by the application, and by the model.
+        "handoff": {"enabled": True, "model_tool": True, "queue_timeout_seconds": 600},
         "tools": [
             {"name": "lookup_order", "kind": "server", "action": "echo", "description": "Look an order up by its id",
              "display_name": "Order lookup", "summary": "Looking up your order {order_id}",

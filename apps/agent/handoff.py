@@ -81,7 +81,7 @@ def check_staff(staff: Any, name: Any = None) -> tuple[str, str]:
         raise BadInput(f"name must be text of at most {MAX_NAME} characters")
     name = (name or "").strip()
     conversation_actions.check_clean(name, "name")
-    return staff, name or staff.removeprefix("staff:")
+    return staff, name
 
 
 def _append(conversation: Conversation, events: list, *, actor: str, now: datetime, turn_id: str = "") -> None:
@@ -148,7 +148,8 @@ def take_control(*, conversation_id: str, staff: str, name: Any = None, reason: 
                 return control_of(conversation)
             raise _conflict(conversation)
         _withdraw(conversation, actor=staff, now=now)
-        _append(conversation, [ControlTaken(staff=staff, name=name, reason=reason)], actor=staff, now=now)
+        _append(conversation, [ControlTaken(staff=staff, name=name or staff.removeprefix("staff:"), reason=reason)],
+                actor=staff, now=now)
         return control_of(_fresh(conversation))
 
 
@@ -167,6 +168,8 @@ def return_control(*, conversation_id: str, staff: str, name: Any = None, note: 
             raise ControlConflict("The assistant has this conversation already.", holder=None)
         if conversation.control_mode == "human" and conversation.control_staff != staff:
             raise _conflict(conversation)
+        # The holder is named as the customer knew them, unless they give another name now.
+        name = name or (conversation.control_name if conversation.control_staff == staff else "") or staff.removeprefix("staff:")
         _append(conversation, [ControlReturned(staff=staff, name=name, note=note)], actor=staff, now=now)
         return control_of(_fresh(conversation))
 

@@ -14,6 +14,7 @@ from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
 from apps.agent import tools
+from apps.agent.config import handoff_settings
 from apps.agent.state import conversation_state
 from apps.agent.tools import DECLINED, date_bounds
 from apps.ledger.identities import persona_name
@@ -248,7 +249,10 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     for call in [*state["answered_client_actions"], *state["receipts"]]:
         call["title"] = tools.card_title(call, by_name.get(call["tool"], {}))
         call["declined"] = call["output"] == DECLINED or call["status"] == "declined"
-        if call["status"] in ("expired", "declined"):
+        if call["status"] == "withdrawn":
+            # The conversation went to a person while it waited (`turn_handed_off`).
+            call["declined"], call["output_text"] = True, "Withdrawn: handed to a person"
+        elif call["status"] in ("expired", "declined"):
             # Declined: the customer wrote instead of answering (`turn_superseded`).
             call["output_text"] = "Expired" if call["status"] == "expired" else "Declined: a message was sent instead"
         else:
@@ -256,13 +260,24 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
     # An answered request is a receipt in the transcript; one that expired unanswered stays among the cards.
     state["expired_client_actions"] = [c for c in state["answered_client_actions"] if c["status"] == "expired"]
-    state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed"
+    control = state["control"]
+    # A run still finishing its step after a person took over is no longer the one answering.
+    state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed" and control["mode"] == "agent"
     # Send waits only for a running turn: a message sent while a card waits declines the card.
     state["busy"] = state["active"] and state["run_status"] == "running"
     state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in CONTINUABLE
     if state["can_continue"]:
         state["interruption"] = interruption(state, by_name)
     state["last_progress"] = progress_line(state, by_name) if state["active"] else ""
+    handoff = handoff_settings(config)
+    state["handoff_offered"] = handoff["enabled"] and control["mode"] == "agent" and state["conversation_status"] != "completed"
+    if control["mode"] == "queued":
+        state["control_text"] = "Waiting for a person…"
+    elif control["mode"] == "human":
+        state["control_text"] = f"You're chatting with {control['staff']['name']}"
+    else:
+        state["control_text"] = ""
+    state["control_lines"] = [control_line(change, handoff) for change in state.get("control_changes", [])]
     # The cards are keyed on what they show: a push replaces them when that changed (a staff
     # resolution changes only the interruption's words) and otherwise leaves them, and whatever the
     # visitor is typing into them, alone.
@@ -271,6 +286,19 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         [(c["call_id"], c["status"]) for c in state["expired_client_actions"]], state.get("interruption"),
     )
     return state
+
+
+def control_line(change: dict[str, Any], handoff: dict[str, Any]) -> dict[str, Any]:
+    """A change of control as the transcript's system line ("Dana joined"), where the log has it."""
+    name = change["staff"]["name"] if change["staff"] else "A person"
+    text, detail = {
+        "handoff_requested": ("Waiting for a person…", handoff["queued_message"]),
+        "control_taken": (f"{name} joined", ""),
+        "control_returned": (f"{name} handed you back to the assistant", ""),
+        "handoff_timed_out": (change["text"] or handoff["unavailable_message"], ""),
+    }[change["kind"]]
+    return {"block": "control", "seq": change["seq"], "kind": change["kind"], "dom_id": f"control-{change['seq']}",
+            "text": text, "detail": detail}
 
 
 def digest(*shown: Any) -> str:
@@ -299,12 +327,13 @@ def attributed(state: dict[str, Any], *, viewer: str) -> dict[str, Any]:
                                     for call in state[key]]
                                    for key in ("answered_client_actions", "expired_client_actions", "receipts"))
     return {**state, "messages": messages, "answered_client_actions": answered, "expired_client_actions": expired,
-            "receipts": receipts, "transcript": in_log_order(messages, receipts)}
+            "receipts": receipts, "transcript": in_log_order(messages, receipts, state.get("control_lines", []))}
 
 
-def in_log_order(messages: list[dict[str, Any]], receipts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The transcript's blocks: messages and the receipts of answered requests, by the `seq` the log gave them."""
-    return sorted([*messages, *receipts], key=lambda block: block["seq"])
+def in_log_order(messages: list[dict[str, Any]], receipts: list[dict[str, Any]],
+                 lines: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The transcript's blocks: messages, receipts of answered requests and changes of control, by the `seq` the log gave them."""
+    return sorted([*messages, *receipts, *lines], key=lambda block: block["seq"])
 
 
 def conflict_notice(call: dict[str, Any], config: dict[str, Any], *, output: Any, answered_by: str, viewer: str,

@@ -14,6 +14,7 @@ urlpatterns = [
     path("c/<uuid:conversation_id>/send", views.send, name="send"),
     path("c/<uuid:conversation_id>/answer", views.answer, name="answer"),
     path("c/<uuid:conversation_id>/continue", views.continue_view, name="continue"),
+    path("c/<uuid:conversation_id>/handoff", views.request_handoff, name="handoff"),
     path("c/<uuid:conversation_id>/memory/clear", views.clear_memory, name="clear-memory"),
     # Anything else under these prefixes is a link cut short or mistyped: a page for people, even
     # with DEBUG on, where Django would answer with its technical 404 page.

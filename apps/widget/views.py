@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST, require_safe
 
-from apps.agent import actions
+from apps.agent import actions, handoff
 from apps.agent.models import Assistant
 from apps.agent.state import conversation_state
 from apps.agent.tools import DECLINED
@@ -353,9 +353,9 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
                                    answered_by=answered["answered_by"] or "", viewer=grant.persona, same=True)
         return _after_post(request, conversation_id, grant, conflict=conflict)
     return _after_post(request, conversation_id, grant)
+
+
 @for_people
-
-
 @csrf_exempt
 @require_POST
 def continue_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
@@ -365,9 +365,25 @@ def continue_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
     except WaypointError as exc:
         return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
     return _after_post(request, conversation_id, grant)
+
+
 @for_people
+@csrf_exempt
+@require_POST
+def request_handoff(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """Talk to a person: the customer asks for one (PRODUCT.md "Human handoff")."""
+    grant = _grant(request, conversation_id, "write")
+    try:
+        handoff.request_handoff(conversation_id=conversation_id, source="customer", requested_by=grant.persona,
+                                now=timezone.now())
+    except WaypointError as exc:
+        notice = "No one can be reached here right now; the assistant keeps helping." if exc.code == "handoff_unavailable" \
+            else exc.message
+        return _after_post(request, conversation_id, grant, status=exc.status, notice=notice)
+    return _after_post(request, conversation_id, grant)
 
 
+@for_people
 @csrf_exempt
 @require_POST
 def clear_memory(request: HttpRequest, conversation_id: str) -> HttpResponse:

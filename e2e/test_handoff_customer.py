@@ -1,0 +1,98 @@
+"""The customer's side of a human handoff in Chromium: Talk to a person, waiting, a person's replies, back to the assistant."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+
+@pytest.fixture(scope="module")
+def staff_api(waypoint_server):
+    """The embedding application's backend acting for the staff (`POST …/control`, `…/staff-messages`)."""
+    key = waypoint_server.database.manage("create_api_key", "handoff-e2e").strip().splitlines()[-1]
+    with httpx.Client(base_url=waypoint_server.url, headers={"Authorization": f"Bearer {key}"}, timeout=10) as http:
+
+        def call(cid: str, what: str, body: dict) -> dict:
+            response = http.post(f"/v1/agent/conversations/{cid}/{what}", json=body)
+            assert response.status_code in (200, 201), response.text
+            return response.json()
+
+        yield call
+
+
+def conversation_id(page) -> str:
+    return page.url.split("/c/")[1].split("?")[0]
+
+
+def test_a_customer_asks_for_a_person_talks_to_dana_and_is_handed_back(
+    browser, waypoint_server, start_conversation, staff_api, accessibility, screenshots
+):
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    start_conversation(page, waypoint_server, "Where is my order?")
+    log = page.get_by_role("log")
+    expect(log).to_contain_text("on its way", timeout=10_000)
+    cid = conversation_id(page)
+
+    page.get_by_role("button", name="Talk to a person").click()
+
+    expect(log).to_contain_text("Waiting for a person…", timeout=10_000)
+    expect(log).to_contain_text("A person will be with you shortly.")
+    expect(page.get_by_role("button", name="Talk to a person")).to_have_count(0)
+    expect(page.locator("#status")).to_have_text("Waiting for a person…")
+    accessibility(page)
+    screenshots(page, "customer-waiting")
+
+    staff_api(cid, "control", {"action": "take", "staff": "staff:dana", "name": "Dana"})
+    staff_api(cid, "staff-messages", {"staff": "staff:dana", "text": "Hi, I'm Dana. I can see your order A-1."})
+
+    expect(log).to_contain_text("Dana joined", timeout=10_000)
+    reply = page.locator(".message.staff").last
+    expect(reply).to_contain_text("Hi, I'm Dana. I can see your order A-1.")
+    expect(reply.locator(".author")).to_have_text("Dana:")
+    expect(page.locator("#status")).to_have_text("You're chatting with Dana")
+
+    page.get_by_label("Message").fill("It was meant to arrive yesterday.")
+    page.get_by_label("Message").press("Enter")
+    expect(log).to_contain_text("It was meant to arrive yesterday.", timeout=10_000)
+    page.wait_for_timeout(1500)
+    expect(page.locator("#typing")).to_have_count(0)
+    expect(page.locator(".message.assistant")).to_have_count(1)  # the agent stays silent while Dana answers
+    accessibility(page)
+    screenshots(page, "customer-with-person")
+
+    staff_api(cid, "control", {"action": "return", "staff": "staff:dana", "note": "Replacement shipped today."})
+
+    expect(log).to_contain_text("Dana handed you back to the assistant", timeout=10_000)
+    expect(page.get_by_role("button", name="Talk to a person")).to_be_visible()
+    page.get_by_label("Message").fill("Thanks! And my order?")
+    page.get_by_label("Message").press("Enter")
+    expect(page.locator(".message.assistant")).to_have_count(2, timeout=10_000)
+    accessibility(page)
+    screenshots(page, "back-to-agent")
+    page.context.close()
+
+
+def test_the_demo_assistant_hands_over_when_asked_in_words(browser, waypoint_server, start_conversation):
+    page = browser.new_context().new_page()
+    start_conversation(page, waypoint_server, "Can I talk to a person please?")
+
+    expect(page.get_by_role("log")).to_contain_text("Waiting for a person…", timeout=10_000)
+    expect(page.locator("#status")).to_have_text("Waiting for a person…")
+    page.context.close()
+
+
+def test_the_widget_offers_a_person_too(browser, demo_shop):
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page.goto(demo_shop + "/")
+    expect(page.locator("html")).to_have_attribute("data-waypoint-ready", "1", timeout=15_000)
+    page.get_by_role("button", name="Open chat").click()
+    chat = page.frame_locator("iframe[title=Chat]")
+    chat.get_by_label("Message").fill("Where is my order?")
+    chat.get_by_label("Message").press("Enter")
+    expect(chat.get_by_role("log")).to_contain_text("on its way", timeout=10_000)
+
+    chat.get_by_role("button", name="Talk to a person").click()
+
+    expect(chat.get_by_role("log")).to_contain_text("Waiting for a person…", timeout=10_000)
+    page.context.close()
