@@ -20,6 +20,7 @@ from django.db.models import Count, Exists, Max, OuterRef, Q, Subquery
 
 from apps.actions.models import ActionLog
 from apps.agent import tools
+from apps.agent.handoff import available, control_of
 from apps.agent.models import Assistant
 from apps.conversations import queries as conversation_queries
 from apps.conversations.models import ChatMessage, Conversation, ConversationToken
@@ -35,8 +36,13 @@ from apps.ledger.types import (
     ClientActionRequested,
     ClientResultAccepted,
     CompletionRequested,
+    ControlReturned,
+    ControlTaken,
     ConversationClosed,
     ConversationReopened,
+    CustomerMessage,
+    HandoffRequested,
+    HandoffTimedOut,
     MemoryCleared,
     MemoryRemembered,
     ModelRound,
@@ -46,10 +52,12 @@ from apps.ledger.types import (
     QuarantineResolved,
     QuarantineSettled,
     QuestionResponse,
+    StaffMessage,
     TurnAmbiguous,
     TurnComplete,
     TurnDispatched,
     TurnFailed,
+    TurnHandedOff,
     TurnRetried,
     decode,
 )
@@ -417,6 +425,22 @@ def _summary(kind: str, payload: Any) -> str:
             return f"{reason}: no turn since {str(last)[:19]} (timeout {timeout} s)"
         case ConversationReopened(closed_seq=closed):
             return f"reopened by a new turn (closed at entry {closed})"
+        # human handoff (docs/handoff.md)
+        case HandoffRequested(source=source, requested_by=by, reason=reason):
+            return f"a person asked for by the {source} ({by})" + (f": {reason}" if reason else "")
+        case ControlTaken(staff=staff, name=name, reason=reason):
+            return f"{name or staff} ({staff}) took over" + (f": {reason}" if reason else "")
+        case ControlReturned(staff=staff, name=name, note=note):
+            return f"{name or staff} ({staff}) handed back to the assistant" + (f", note: {note}" if note else "")
+        case HandoffTimedOut(timeout_seconds=timeout):
+            return f"nobody took it within {timeout} s: back to the assistant"
+        case TurnHandedOff(call_ids=call_ids, reason=reason):
+            withdrawn = f"; withdrew {', '.join(call_ids)}" if call_ids else ""
+            return f"run stopped: {reason}{withdrawn}"
+        case CustomerMessage(text=text, edge=edge):
+            return f"“{str(text)[:80]}” via {edge}, no run (a person has control)"
+        case StaffMessage(text=text, name=name, staff=staff):
+            return f"{name or staff}: “{str(text)[:80]}”"
     return ""
 
 
@@ -515,7 +539,42 @@ def inspect_conversation(conversation_id: str, *, live: bool = False) -> dict[st
         "memory": workspace["memory"],
         "artifacts": workspace["artifacts"],
         "seq": conversation.head_seq,
+        "control": control_of(conversation),
+        "handoff_enabled": available(conversation.assistant.config),
     }
+
+
+def waiting_for_a_person(*, now=None, limit: int = 200) -> list[dict[str, Any]]:
+    """
+    The conversations waiting for a person (control `queued`), oldest request first, with how long each has waited.
+
+    The index on (control_mode, control_requested_at) finds the few queued among all conversations.
+    """
+    now = now or datetime.now(UTC)
+    queued = list(Conversation.objects.filter(control_mode="queued").select_related("assistant")
+                  .order_by("control_requested_at", "id")[:limit])
+    last = {}
+    for cid, text in (ChatMessage.objects.filter(conversation_id__in=[c.id for c in queued], role="user")
+                      .order_by("seq").values_list("conversation_id", "text")):
+        last[cid] = text
+    return [{"conversation": c, "assistant": c.assistant, "requested_at": c.control_requested_at, "reason": c.control_reason,
+             "waited": waited(now - c.control_requested_at) if c.control_requested_at else "", "last_message": last.get(c.id, "")}
+            for c in queued]
+
+
+def waiting_count() -> int:
+    return Conversation.objects.filter(control_mode="queued").count()
+
+
+def waited(delta) -> str:
+    """How long someone has waited, as people say it: "just now", "4 min", "1 h 5 min"."""
+    seconds = max(0, int(delta.total_seconds()))
+    if seconds < 60:
+        return "just now" if seconds < 10 else f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min"
 
 
 def call_words(tool: dict[str, Any], name: str, arguments: Any) -> str:

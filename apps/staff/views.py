@@ -22,6 +22,7 @@ from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.agent import handoff
 from apps.conversations.errors import WaypointError
 from apps.ledger import replay
 from apps.ops import limits
@@ -180,6 +181,69 @@ def clear_memory(request: HttpRequest, conversation_id) -> HttpResponse:
         return render(request, "staff/live.html", {"c": _inspection(conversation_id)})
     messages.success(request, f"Cleared {len(cleared)} remembered fact{'s' if len(cleared) != 1 else ''} — recorded as {actor}.")
     return redirect("staff:conversation", conversation_id)
+
+
+def staff_name(user) -> str:
+    """The name a customer sees for a staff member: their full name, else their username."""
+    return (user.get_full_name() or user.get_username())[:200]
+
+
+def _after_control(request: HttpRequest, conversation_id, *, error: WaypointError | None = None, done: str = "") -> HttpResponse:
+    """The inspector after Take over, Send reply or Hand back: its live fragments for htmx, else the page again."""
+    notice = {"error": error.message, "code": error.code} if error else {}
+    if request.htmx:
+        return render(request, "staff/live.html", {"c": _inspection(conversation_id), "notice": notice, "from_post": True},
+                      status=error.status if error else 200)
+    if error:
+        messages.error(request, error.message)
+    elif done:
+        messages.success(request, done)
+    return redirect("staff:conversation", conversation_id)
+
+
+@staff_only
+@require_POST
+def take_over(request: HttpRequest, conversation_id) -> HttpResponse:
+    """Take over: this staff member answers the customer (PRODUCT.md "Human handoff"); one taker wins."""
+    _inspection(conversation_id)
+    try:
+        handoff.take_control(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user),
+                             name=staff_name(request.user), now=timezone.now())
+    except WaypointError as exc:
+        return _after_control(request, conversation_id, error=exc)
+    return _after_control(request, conversation_id, done="You have this conversation: the assistant stays silent until you hand it back.")
+
+
+@staff_only
+@require_POST
+def send_reply(request: HttpRequest, conversation_id) -> HttpResponse:
+    _inspection(conversation_id)
+    try:
+        handoff.staff_message(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user),
+                              text=request.POST.get("text", ""), now=timezone.now())
+    except WaypointError as exc:
+        return _after_control(request, conversation_id, error=exc)
+    return _after_control(request, conversation_id)
+
+
+@staff_only
+@require_POST
+def hand_back(request: HttpRequest, conversation_id) -> HttpResponse:
+    _inspection(conversation_id)
+    try:
+        handoff.return_control(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user),
+                               note=request.POST.get("note") or None, now=timezone.now())
+    except WaypointError as exc:
+        return _after_control(request, conversation_id, error=exc)
+    return _after_control(request, conversation_id, done="Handed back to the assistant.")
+
+
+@staff_only
+@require_GET
+def waiting(request: HttpRequest) -> HttpResponse:
+    """The conversations waiting for a person, oldest request first; live by polling its fragment."""
+    template = "staff/waiting.html#queue" if request.GET.get("live") else "staff/waiting.html"
+    return render(request, template, {"items": queries.waiting_for_a_person(), "oob": bool(request.GET.get("live"))})
 
 
 @staff_only
