@@ -56,3 +56,32 @@ def test_without_a_websocket_the_sdk_keeps_current_by_polling(browser, waypoint_
     expect(page.get_by_role("log")).to_contain_text("You said: are you there?", timeout=10_000)
     expect(page.locator("#status")).to_have_attribute("data-connection", "polling")
     page.context.close()
+
+
+def test_request_handoff_asks_for_a_person_and_the_state_follows(browser, waypoint_server):
+    """`agent.requestHandoff()`: the customer's Talk to a person through the SDK, in Chromium."""
+    from tests.conftest import SUPPORT_CONFIG
+
+    with embedding_backend(waypoint_server, "e2e-handoff", {**SUPPORT_CONFIG, "handoff": {"enabled": True}}) as start:
+        started = start("refund please")
+        page = browser.new_context().new_page()
+        page.goto(f"{waypoint_server.url}/static/waypoint/favicon.svg")  # same origin, no page script of ours
+        result = page.evaluate(
+            """async ([id, token]) => {
+                const { Waypoint } = await import("/static/waypoint/sdk.js");
+                const agent = await new Waypoint({ token, WebSocket: null }).agent.open(id);
+                const control = await agent.requestHandoff({ reason: "a person, please" });
+                const again = await agent.requestHandoff();
+                await agent.refresh();
+                const state = agent.state;
+                agent.close();
+                return { control, again, mode: state.control.mode, run: state.run_status,
+                         withdrawn: state.answered_client_actions.map((a) => a.status) };
+            }""",
+            [started["conversation_id"], started["token"]],
+        )
+        page.context.close()
+
+    assert result["control"]["mode"] == "queued" and result["control"]["reason"] == "a person, please"
+    assert result["again"] == result["control"]
+    assert result["mode"] == "queued" and result["run"] == "handed_off" and result["withdrawn"] == ["withdrawn"]

@@ -91,12 +91,11 @@ def response_schema(call: dict[str, Any]) -> dict[str, Any]:
 
 def state_snapshot(state: dict[str, Any]) -> StateSnapshotEvent:
     """Waypoint's state of the conversation as the AG-UI agent state."""
-    control = state.get("control") or {"mode": "agent", "staff": None, "requested_at": None, "since": None, "reason": None}
     return StateSnapshotEvent(snapshot={
         "conversation_id": state["conversation_id"],
         "run_id": state["run_id"],
         "run_status": state["run_status"],
-        "control": control,
+        "control": state["control"],
         "progress": state["progress"],
         "pending_client_actions": state["pending_client_actions"],
     })
@@ -113,6 +112,9 @@ def messages_snapshot(messages: list[dict[str, Any]], client_ids: dict[str, str]
     for message in messages:
         if message["role"] == "user":
             out.append(UserMessage(id=client_ids.get(message["turn_id"]) or message["id"], content=message["text"]))
+        elif message["role"] == "staff":
+            # A person's reply under handoff: an assistant-side message, under the person's name.
+            out.append(AssistantMessage(id=message["id"], content=message["text"], name=message["author"]["name"]))
         else:
             out.append(AssistantMessage(id=message["id"], content=message["text"]))
     return MessagesSnapshotEvent(messages=out)

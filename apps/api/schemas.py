@@ -49,6 +49,7 @@ class ErrorDetail(Schema):
     message: str = Field(description="a human-readable explanation")
     problems: list[str] | None = Field(None, description="invalid_request, invalid_assistant_config: what is wrong, where")
     accepted: AcceptedAnswer | None = Field(None, description="action_result_conflict: the answer that was accepted first")
+    holder: dict[str, str] | None = Field(None, description="control_conflict: the person who holds the conversation ({id, name}), if anyone")
 
 
 class ErrorOut(Schema):
@@ -139,6 +140,17 @@ class AssistantConfigIn(Schema):
     )
     mode: Any = Field(None, description="agent (default) or simple", json_schema_extra={"enum": ["agent", "simple"]})
     required_approver: Any = Field(None, description="the persona that must answer approvals", json_schema_extra={"type": "string"})
+    handoff: Any = Field(
+        None, description="human handoff (docs/handoff.md): enabled (default false) lets the customer, the application or the "
+        "model ask for a person; model_tool offers the model handoff_to_human; a request nobody takes within "
+        "queue_timeout_seconds returns to the agent, and the customer is shown unavailable_message",
+        json_schema_extra={"type": "object", "additionalProperties": False, "properties": {
+            "enabled": {"type": "boolean"}, "model_tool": {"type": "boolean"},
+            "queue_timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 604800},
+            "queued_message": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
+            "unavailable_message": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
+        }},
+    )
 
     def config(self) -> dict[str, Any]:
         """The configuration exactly as sent: the declared keys that were present plus any others."""
@@ -186,7 +198,7 @@ class TurnIn(Schema):
 class TurnOut(Schema):
     conversation_id: str
     turn_id: str
-    run_id: str
+    run_id: str | None = Field(description="null while a person has the conversation or one was asked for: the message is stored, no run starts")
     seq: int
 
 
@@ -259,16 +271,79 @@ class RevokeOut(Schema):
 
 
 # --- state --------------------------------------------------------------------------------------
+class Author(Schema):
+    kind: Literal["customer", "assistant", "staff"]
+    id: str = Field(description="the customer's persona, `assistant:<id>`, or the staff persona (`staff:<id>`)")
+    name: str = Field(description="the name people see")
+
+
 class MessageOut(Schema):
     model_config = ConfigDict(extra="allow")
 
     id: str
-    role: Literal["user", "assistant"]
+    role: Literal["user", "assistant", "staff"] = Field(description="staff: a reply by the person who held control")
     text: str
     turn_id: str
-    author: str
+    author: Author
     seq: int
     created_at: str | None
+
+
+class StaffRef(Schema):
+    id: str = Field(description="staff:<id>", examples=["staff:dana"])
+    name: str
+
+
+class Control(Schema):
+    """Who answers the customer (PRODUCT.md "Human handoff")."""
+
+    mode: Literal["agent", "queued", "human"]
+    staff: StaffRef | None = Field(description="the person who holds it (human)")
+    requested_at: str | None = Field(description="when a person was asked for (queued, and human after a request)")
+    since: str = Field(description="when this control began")
+    reason: str | None
+
+
+class ControlChangeOut(Schema):
+    seq: int
+    kind: Literal["handoff_requested", "control_taken", "control_returned", "handoff_timed_out"]
+    staff: StaffRef | None
+    text: str = Field(description="the request's reason, the hand-back note, or the message the customer was shown")
+    created_at: str | None
+
+
+class HandoffIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: Annotated[str, Field(max_length=500)] | None = Field(None, description="why a person is wanted")
+
+
+StaffPersona = Annotated[str, Field(pattern=r"^staff:[A-Za-z0-9_.@+\-]{1,100}$", description="staff:<id>", examples=["staff:dana"])]
+
+
+class ControlIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["take", "return"]
+    staff: StaffPersona
+    name: Annotated[str, Field(max_length=200)] | None = Field(None, description="the name the customer sees (take)")
+    note: Annotated[str, Field(max_length=500)] | None = Field(None, description="return: a note the model reads with the history")
+    reason: Annotated[str, Field(max_length=500)] | None = Field(None, description="take: why")
+
+
+class ControlOut(Schema):
+    control: Control
+
+
+class StaffMessageIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    staff: StaffPersona
+    text: Message
+
+
+class StaffMessageOut(Schema):
+    message: MessageOut
 
 
 class ReattemptOf(Schema):
@@ -345,6 +420,8 @@ class StateOut(Schema):
     answered_client_actions: list[AnsweredClientAction]
     tool_summary: list[ToolSummaryItem]
     progress: list[ProgressItem]
+    control: Control
+    control_changes: list[ControlChangeOut] = Field(description="the changes of control after `after_seq`, for the transcript's lines")
     # People, workspaces and lifecycle (docs/people.md)
     phase: Literal["open", "closed", "completed"] | None = Field(None, description="closed: idle; the next turn reopens it")
     display_phase: str | None = Field(None, description="Active, Waiting, Interrupted, Closed or Completed")

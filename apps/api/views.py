@@ -18,7 +18,7 @@ from django.utils.http import parse_etags
 from ninja import Header, NinjaAPI, Path, Query
 from ninja.responses import NinjaJSONEncoder, Status
 
-from apps.agent import actions
+from apps.agent import actions, handoff
 from apps.agent.actions import create_assistant
 from apps.agent.state import conversation_state
 from apps.api import errors, schemas
@@ -279,6 +279,63 @@ def continue_(request: HttpRequest, id: str = ConversationId, idempotency_key: s
         idempotency=_idempotency(principal, idempotency_key, {"operation": "continue", "conversation": str(conversation.id)}),
     )
     return Status(202, started)
+
+
+@api.post(
+    "/agent/conversations/{id}/handoff", response={200: schemas.ControlOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Ask for a person", tags=["handoff"], openapi_extra=DOCUMENTED_HEADERS,
+)
+def request_handoff(request: HttpRequest, payload: schemas.HandoffIn, id: str = ConversationId):
+    """
+    Hand the conversation from the agent to the queue of people (conversation token or API key).
+
+    A waiting run's pending requests are withdrawn; a running one stops at its next step. Asking
+    again while queued or human changes nothing and answers with the current control. An assistant
+    without `handoff.enabled` → 409 `handoff_unavailable`.
+    """
+    principal = _principal(request)
+    conversation = _conversation(principal, id, "write")
+    control = handoff.request_handoff(
+        conversation_id=str(conversation.id), source="application" if principal.is_api_key else "customer",
+        requested_by=principal.persona, reason=payload.reason, now=timezone.now(),
+    )
+    return {"control": control}
+
+
+@api.post(
+    "/agent/conversations/{id}/control", response={200: schemas.ControlOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Take over, or hand back to the assistant", tags=["handoff"], openapi_extra=DOCUMENTED_HEADERS,
+)
+def control(request: HttpRequest, payload: schemas.ControlIn, id: str = ConversationId):
+    """
+    `take`: a person takes the conversation (API key). Exactly one taker wins; another gets 409
+    `control_conflict` with `holder`. `return`: the holder hands it back to the assistant, with an
+    optional `note` the model reads; anyone else gets 409 `control_conflict`.
+    """
+    principal = _principal(request)
+    principal.require_api_key()
+    conversation = _conversation(principal, id)
+    if payload.action == "take":
+        out = handoff.take_control(conversation_id=str(conversation.id), staff=payload.staff, name=payload.name,
+                                   reason=payload.reason, now=timezone.now())
+    else:
+        out = handoff.return_control(conversation_id=str(conversation.id), staff=payload.staff, name=payload.name,
+                                     note=payload.note, now=timezone.now())
+    return {"control": out}
+
+
+@api.post(
+    "/agent/conversations/{id}/staff-messages", response={201: schemas.StaffMessageOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Reply as the person who holds the conversation", tags=["handoff"], openapi_extra=DOCUMENTED_HEADERS,
+)
+def staff_message(request: HttpRequest, payload: schemas.StaffMessageIn, id: str = ConversationId):
+    """A reply by the holder (API key); 409 `control_conflict` unless that persona holds control."""
+    principal = _principal(request)
+    principal.require_api_key()
+    conversation = _conversation(principal, id)
+    message = handoff.staff_message(conversation_id=str(conversation.id), staff=payload.staff, text=payload.text,
+                                    now=timezone.now())
+    return Status(201, {"message": message})
 
 
 @api.post(

@@ -24,19 +24,34 @@ BY_KIND: dict[str, tuple[str, dict[str, str]]] = {
     "turn_failed": ("run.failed", {"run_id": "run_id", "error": "reason"}),
     "turn_ambiguous": ("turn.quarantined", {"run_id": "run_id", "call_id": "call_id", "tool": "tool"}),
     "conversation_completed": ("conversation.completed", {"run_id": "run_id"}),
-    "handoff_requested": ("handoff.requested", {"control": "control", "reason": "reason"}),
-    "control_taken": ("handoff.accepted", {"control": "control", "reason": "reason"}),
-    "control_returned": ("handoff.returned", {"control": "control", "reason": "reason"}),
-    "handoff_timed_out": ("handoff.timed_out", {"control": "control", "reason": "reason"}),
+    # handoff.*: `control` (below) and these
+    "handoff_requested": ("handoff.requested", {"reason": "reason", "source": "source", "run_id": "run_id"}),
+    "control_taken": ("handoff.accepted", {"reason": "reason"}),
+    "control_returned": ("handoff.returned", {"note": "note"}),
+    "handoff_timed_out": ("handoff.timed_out", {"message": "reason"}),
 }
 
 
-def announced(kind: str, turn_id: str, payload: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+def _control(kind: str, payload: dict[str, Any], at: str) -> dict[str, Any]:
+    """The conversation's `control` right after a handoff entry, in the state's shape (PRODUCT.md "Human handoff")."""
+    if kind == "handoff_requested":
+        return {"mode": "queued", "staff": None, "requested_at": at, "since": at, "reason": payload.get("reason") or None}
+    if kind == "control_taken":
+        staff = {"id": payload["staff"], "name": payload.get("name") or payload["staff"]}
+        return {"mode": "human", "staff": staff, "requested_at": None, "since": at, "reason": payload.get("reason") or None}
+    return {"mode": "agent", "staff": None, "requested_at": None, "since": at, "reason": None}
+
+
+def announced(kind: str, turn_id: str, payload: dict[str, Any], created_at: str = "") -> tuple[str, dict[str, Any]] | None:
     """The event type and its own data fields for a log entry, or None when it announces nothing."""
     found = BY_KIND.get(kind)
     if found is None:
         return None
     type_, fields = found
     data: dict[str, Any] = {"turn_id": turn_id} if turn_id else {}
-    data.update({name: payload[key] for key, name in fields.items() if key in payload})
+    data.update({name: payload[key] for key, name in fields.items() if payload.get(key) not in (None, "")})
+    if type_.startswith("handoff."):
+        data["control"] = _control(kind, payload, created_at)
+        if kind == "control_returned":
+            data["staff"] = {"id": payload["staff"], "name": payload.get("name") or payload["staff"]}
     return type_, data

@@ -23,7 +23,7 @@ from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 def announce(conversation_id: str, recorded: list[Recorded]) -> list[tuple[str, list[Any]]]:
     statements = []
     for rec in recorded:
-        found = announced(rec.kind, rec.turn_id, rec.payload)
+        found = announced(rec.kind, rec.turn_id, rec.payload, rec.created_at)
         if found is None:
             continue
         type_, data = found

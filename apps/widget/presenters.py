@@ -289,8 +289,12 @@ def attributed(state: dict[str, Any], *, viewer: str) -> dict[str, Any]:
     shared = state.get("visibility") == "shared"
     messages = []
     for message in state["messages"]:
-        author = message.get("author") or ""
-        messages.append({**message, "shown_author": persona_name(author) if shared and message["role"] == "user" and author != viewer else ""})
+        author = message["author"]["id"]
+        if message["role"] == "staff":
+            shown = message["author"]["name"]  # a person's reply is always under their name
+        else:
+            shown = persona_name(author) if shared and message["role"] == "user" and author != viewer else ""
+        messages.append({**message, "shown_author": shown})
     answered, expired, receipts = ([{**call, "answered_by_name": answerer(call.get("answered_by") or "", viewer=viewer)}
                                     for call in state[key]]
                                    for key in ("answered_client_actions", "expired_client_actions", "receipts"))

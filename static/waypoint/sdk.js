@@ -162,6 +162,17 @@ export class AgentConversation {
   }
 
   /**
+   * Ask for a person (Talk to a person): the agent stops, its pending requests are withdrawn, and the
+   * conversation waits in the staff queue. Resolves to the control ({mode: "queued", …}); asking again
+   * changes nothing. An assistant without handoff rejects with code "handoff_unavailable".
+   */
+  async requestHandoff({ reason } = {}) {
+    const result = await this._post("handoff", reason ? { reason } : {}, newKey());
+    this.refresh().catch((error) => this._report(error));
+    return result.control;
+  }
+
+  /**
    * Submit the output of a pending client action (client tool, approval or question).
    * Resolves to {accepted: true, state} or, when someone else answered first, to
    * {accepted: false, conflict} after refreshing: conflict.accepted is the answer that stands.

@@ -311,3 +311,30 @@ class TestDurableResume:
         assert resumed[-1]["type"] == "RUN_FINISHED"
         cid = [e for e in resumed if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
         assert api.state(cid)["answered_client_actions"][0]["output"] == {"declined": True}
+
+
+class TestHandoff:
+    def test_a_thread_under_a_person_stores_the_message_and_shows_control_and_the_persons_reply(self, api):
+        from django.utils import timezone
+
+        from apps.agent import handoff
+        from apps.agui.models import Thread as AguiThread
+
+        assistant = api.create_assistant(handoff={"enabled": True})
+        thread = Thread(api, assistant)
+        events_of(thread.send("hello there"))
+        cid = str(AguiThread.objects.get(thread_id=thread.thread_id).conversation_id)
+        handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=timezone.now())
+        handoff.staff_message(conversation_id=cid, staff="staff:dana", text="Dana here.", now=timezone.now())
+
+        events = events_of(thread.send("is my parcel lost?"))
+
+        assert types(events)[0] == "RUN_STARTED" and types(events)[-1] == "RUN_FINISHED"
+        snapshot = [e for e in events if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]
+        assert snapshot["control"]["mode"] == "human" and snapshot["control"]["staff"]["name"] == "Dana"
+        assert not [e for e in events if e["type"].startswith("TEXT_MESSAGE")]  # the agent stays silent
+        state = api.state(cid)
+        assert state["messages"][-1]["text"] == "is my parcel lost?" and state["messages"][-1]["author"]["kind"] == "customer"
+        again = events_of(thread.send())
+        staff = [m for m in again[1]["messages"] if m.get("name") == "Dana"]
+        assert again[1]["type"] == "MESSAGES_SNAPSHOT" and staff and staff[0]["content"] == "Dana here."

@@ -101,7 +101,8 @@ class TestStartConversation:
     def test_attributes_the_turn_to_the_persona_it_names(self, api):
         started = api.start(persona="shop:eu:customer-42")
 
-        assert api.state(started["conversation_id"])["messages"][0]["author"] == "shop:eu:customer-42"
+        assert api.state(started["conversation_id"])["messages"][0]["author"] == {
+            "kind": "customer", "id": "shop:eu:customer-42", "name": "customer-42"}
 
     def test_refuses_a_malformed_persona(self, api):
         response = api.post("/v1/agent/conversations", {"assistant": api.create_assistant(), "message": "hi", "persona": "nobody"})

@@ -203,7 +203,7 @@ class TestAttribution:
 
         turn(cid, "bob here", clock, persona="shop:bob")
 
-        users = [(m["author"], m["text"]) for m in state(cid)["messages"] if m["role"] == "user"]
+        users = [(m["author"]["id"], m["text"]) for m in state(cid)["messages"] if m["role"] == "user"]
         assert users == [("guest:alice", "hello"), ("shop:bob", "bob here")]
 
     def test_a_client_result_records_who_answered(self, start, clock):

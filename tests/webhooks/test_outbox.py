@@ -162,3 +162,33 @@ def test_every_type_of_the_table_is_a_contract_type():
     assert {t for t, _ in BY_KIND.values()} | {"webhook.test"} == set(TYPES)
     body = json.loads(delivery.envelope(WebhookDelivery(type="webhook.test", timestamp="t", data="{}", seq=0)))
     assert body.keys() == {"type", "timestamp", "data"} and {"conversation_id", "assistant", "seq"} <= body["data"].keys()
+
+
+@private
+def test_each_change_of_control_is_announced_with_the_control_after_it(start, make_assistant, receiver):
+    from apps.agent import handoff
+
+    endpoint = endpoints.create(url=receiver.url, events=["handoff.requested", "handoff.accepted", "handoff.returned",
+                                                          "handoff.timed_out"])
+    cid = start("hello", assistant=make_assistant(handoff={"enabled": True}))["conversation_id"]
+    now = timezone.now()
+    handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", reason="a person", now=now)
+    handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=now)
+    handoff.return_control(conversation_id=cid, staff="staff:dana", note="sorted", now=now)
+    handoff.request_handoff(conversation_id=cid, source="application", requested_by="api:shop", now=now)
+    handoff.time_out_handoffs(now=now + timedelta(hours=1))
+    due_now()  # the timeout's entry is dated an hour on
+
+    while delivery.deliver_due():
+        pass
+
+    events = [Webhook(endpoint.secret).verify(d["body"], {k.lower(): v for k, v in d["headers"].items()})
+              for d in receiver.deliveries]
+    assert [e["type"] for e in events] == ["handoff.requested", "handoff.accepted", "handoff.returned", "handoff.requested",
+                                           "handoff.timed_out"]
+    assert [e["data"]["control"]["mode"] for e in events] == ["queued", "human", "agent", "queued", "agent"]
+    assert events[0]["data"]["reason"] == "a person" and events[0]["data"]["source"] == "customer"
+    assert events[1]["data"]["control"]["staff"] == {"id": "staff:dana", "name": "Dana"}
+    assert events[2]["data"]["note"] == "sorted"
+    assert events[4]["data"]["reason"] == "No one is free right now; I'll keep helping."
+    assert all(e["data"]["conversation_id"] == cid for e in events)
