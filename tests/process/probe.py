@@ -48,25 +48,6 @@ def resolve(*, run_id: str, resolution: str, note: str, result: str = "") -> dic
     return {"seq": recorded.seq}
 
 
-def take_control(*, conversation_id: str, staff: str, staff_name: str) -> dict[str, Any]:
-    """A person takes the conversation over, as the staff panel's Take over does."""
-    from django.utils import timezone
-
-    from apps.agent import handoff
-
-    return handoff.take_control(conversation_id=conversation_id, staff=staff, name=staff_name, now=timezone.now())
-
-
-def request_handoff(*, conversation_id: str) -> dict[str, Any]:
-    """The customer asks for a person."""
-    from django.utils import timezone
-
-    from apps.agent import handoff
-
-    return handoff.request_handoff(conversation_id=conversation_id, source="customer", requested_by="guest:crash",
-                                   now=timezone.now())
-
-
 def check(*, conversation_ids: list[str]) -> dict[str, Any]:
     """Run `conversation replay` and `conversation verify` on each conversation; ok and what each printed."""
     import io

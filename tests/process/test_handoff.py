@@ -10,7 +10,9 @@ run that took one more step would reach the receiver.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -34,7 +36,7 @@ def handoff_lab(webhook_url: str) -> dict[str, Any]:
         "model": {"provider": "scripted", "rules": [
             {"match": "check", "steps": [
                 {"say": "Checking your order.", "call": "slow_check", "arguments": {"seconds": 1}},
-                {"call": "slow_check", "arguments": {"seconds": 6}},
+                {"call": "slow_check", "arguments": {"seconds": 4}},
                 {"call": "slow_check", "arguments": {"seconds": 1}},
                 {"call": "send_refund", "arguments": {"order_id": "A-1", "amount": 20}},
                 {"say": "Refund sent: {result}."},
@@ -52,12 +54,25 @@ def handoff_lab(webhook_url: str) -> dict[str, Any]:
     }
 
 
-class Desk:
-    """One conversation with the handoff lab assistant on a server database of its own, and a receiver for its webhooks."""
+class Lab:
+    """A server database with conversations of the handoff lab assistant, an API key, and the receiver of its webhooks."""
 
-    def __init__(self, database: ServerDatabase, receiver: Receiver):
-        self.database, self.receiver, self.rows = database, receiver, Rows(database.url)
-        [seed] = probe.run(database, "lab", config=handoff_lab(receiver.url), conversations=1, message="hello")["conversations"]
+    def __init__(self, database: ServerDatabase, receiver: Receiver, *, conversations: int):
+        self.database, self.receiver = database, receiver
+        self.key = database.manage("create_api_key", "handoff-lab").strip().splitlines()[-1]
+        self.seeds = probe.run(database, "lab", config=handoff_lab(receiver.url), conversations=conversations,
+                               message="hello")["conversations"]
+
+    def desk(self) -> Desk:
+        return Desk(self, self.seeds.pop())
+
+
+class Desk:
+    """One conversation of a `Lab`, driven from the outside: the customer, the API, plain SQL reads."""
+
+    def __init__(self, lab: Lab, seed: dict[str, str]):
+        self.database, self.receiver, self.key = lab.database, lab.receiver, lab.key
+        self.rows = Rows(self.database.url)
         self.cid, self.token = seed["conversation_id"], seed["token"]
         self.customer = Customer(self.cid, self.token)
         self.seeded = self.rows.events(self.cid)[-1]["seq"]
@@ -76,11 +91,21 @@ class Desk:
     def tools_started(self) -> list[str]:
         return [e["payload"]["tool"] for e in self.rows.events(self.cid) if e["kind"] == "action_started"]
 
+    def post(self, server: DaphneServer, path: str, body: dict[str, Any], *, credential: str) -> httpx.Response:
+        return httpx.post(f"{server.url}/v1/agent/conversations/{self.cid}/{path}", json=body,
+                          headers={"Authorization": f"Bearer {credential}"}, timeout=15)
+
     def take_over(self, server: DaphneServer) -> dict[str, Any]:
-        return probe.run(self.database, "take_control", conversation_id=self.cid, staff="staff:dana", staff_name="Dana")
+        """Dana takes the conversation over through the API, as the embedding application's staff tool would."""
+        taken = self.post(server, "control", {"action": "take", "staff": "staff:dana", "name": "Dana"}, credential=self.key)
+        assert taken.status_code == 200, taken.text
+        return taken.json()["control"]
 
     def ask_for_a_person(self, server: DaphneServer) -> dict[str, Any]:
-        return probe.run(self.database, "request_handoff", conversation_id=self.cid)
+        """The customer asks for a person with their conversation token (the SDK's requestHandoff())."""
+        asked = self.post(server, "handoff", {"reason": "I want a person"}, credential=self.token)
+        assert asked.status_code == 200, asked.text
+        return asked.json()["control"]
 
     def after(self, kind: str) -> list[dict[str, Any]]:
         """The entries after the (one) entry of `kind`."""
@@ -92,21 +117,42 @@ class Desk:
         return probe.run(self.database, "check", conversation_ids=[self.cid])[self.cid]
 
 
-@pytest.fixture
-def desk():
+@contextlib.contextmanager
+def a_lab(conversations: int) -> Iterator[Lab]:
     database = ServerDatabase("handoff")
     try:
         with Receiver() as receiver:
-            yield Desk(database, receiver)
+            yield Lab(database, receiver, conversations=conversations)
     finally:
         database.drop()
 
 
+@pytest.fixture(scope="module")
+def shared() -> Iterator[tuple[Lab, DaphneServer]]:
+    """One lab and one server for the tests that kill nothing (one conversation each)."""
+    with a_lab(conversations=2) as lab:
+        server = DaphneServer(lab.database).start()
+        try:
+            yield lab, server
+        finally:
+            server.kill()
+
+
 @pytest.fixture
-def server(desk):
-    running = DaphneServer(desk.database).start()
-    yield running
-    running.kill()
+def desk(shared) -> Desk:
+    return shared[0].desk()
+
+
+@pytest.fixture
+def server(shared) -> DaphneServer:
+    return shared[1]
+
+
+@pytest.fixture
+def own_desk() -> Iterator[Desk]:
+    """A conversation on a lab of its own: its servers are killed and restarted, with no other server to recover it."""
+    with a_lab(conversations=1) as lab:
+        yield lab.desk()
 
 
 def test_a_turn_taken_over_between_its_tool_rounds_stops_without_another_model_round(desk, server):
@@ -138,16 +184,12 @@ def test_a_pending_webhook_approval_is_withdrawn_and_its_late_approval_refused(d
 
     control = desk.ask_for_a_person(server)
 
-    assert control["mode"] == "queued"
+    assert control["mode"] == "queued" and control["reason"] == "I want a person"
     assert desk.rows.run(turn_id)["status"] == "handed_off"
     [withdrawn] = desk.rows.usages(run["run_id"])
     assert (withdrawn["status"], withdrawn["output"]) == ("withdrawn", {"withdrawn": True, "reason": "handed to a person"})
-    late = httpx.post(
-        f"{server.url}/v1/agent/conversations/{desk.cid}/runs/{run['run_id']}/results",
-        headers={"Authorization": f"Bearer {desk.token}"}, timeout=15,
-        json={"results": [{"call_id": usage["call_id"], "output": {
-            "decision": "approve", "reviewed": {"tool": usage["tool"], "arguments": usage["arguments"]}}}]},
-    )
+    late = desk.post(server, f"runs/{run['run_id']}/results", {"results": [{"call_id": usage["call_id"], "output": {
+        "decision": "approve", "reviewed": {"tool": usage["tool"], "arguments": usage["arguments"]}}}]}, credential=desk.token)
     assert late.status_code == 409 and late.json()["error"]["code"] == "run_not_waiting", late.text
     time.sleep(QUIET)
     assert desk.receiver.deliveries == []
@@ -156,12 +198,13 @@ def test_a_pending_webhook_approval_is_withdrawn_and_its_late_approval_refused(d
     assert checked["replay"]["ok"] and checked["verify"]["ok"], checked
 
 
-def test_a_server_killed_between_the_take_over_and_the_runs_end_leaves_it_handed_off_and_not_resumed(desk):
+def test_a_server_killed_between_the_take_over_and_the_runs_end_leaves_it_handed_off_and_not_resumed(own_desk):
+    desk = own_desk
     first = DaphneServer(desk.database).start()
     try:
         desk.customer.send(first, "please check my order")
         turn_id = desk.turn_id()
-        desk.started("slow_check", 2)  # sleeping for 6 s: the take-over and the kill land inside it
+        desk.started("slow_check", 2)  # sleeping for 4 s: the take-over and the kill land inside it
         desk.take_over(first)
         first.kill()  # SIGKILL: the run's thread dies mid-sleep, before its next step boundary
     finally:
