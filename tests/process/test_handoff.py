@@ -3,8 +3,8 @@ Human handoff against real Daphne processes (PRODUCT.md "Human handoff": the age
 
 A turn taken over in the middle of its tool rounds stops at its next step boundary; a pending
 approval of a webhook is withdrawn by a request for a person, and its webhook is never sent; a
-server killed (SIGKILL) between the take-over and the run's end leaves, after its restart, a run
-that is handed off and not resumed. The rule under test goes on to a webhook after its sleeps, so a
+server killed (SIGKILL) between a take-over (or a customer's request for a person) and the run's
+end leaves, after its restart, a run that is handed off and not resumed. The rule under test goes on to a webhook after its sleeps, so a
 run that took one more step would reach the receiver.
 """
 
@@ -198,20 +198,25 @@ def test_a_pending_webhook_approval_is_withdrawn_and_its_late_approval_refused(d
     assert checked["replay"]["ok"] and checked["verify"]["ok"], checked
 
 
-def test_a_server_killed_between_the_take_over_and_the_runs_end_leaves_it_handed_off_and_not_resumed(own_desk):
-    desk = own_desk
+# Control leaves the agent by a take-over (agent → human), or by the customer's request (agent → queued).
+LEAVES = {"take_over": ("control_taken", "human"), "ask_for_a_person": ("handoff_requested", "queued")}
+
+
+@pytest.mark.parametrize("leave", list(LEAVES))
+def test_a_server_killed_between_the_change_of_control_and_the_runs_end_leaves_the_run_handed_off_and_not_resumed(own_desk, leave):
+    desk, (entry, mode) = own_desk, LEAVES[leave]
     first = DaphneServer(desk.database).start()
     try:
         desk.customer.send(first, "please check my order")
         turn_id = desk.turn_id()
-        desk.started("slow_check", 2)  # sleeping for 4 s: the take-over and the kill land inside it
-        desk.take_over(first)
+        desk.started("slow_check", 2)  # sleeping for 4 s: the change of control and the kill land inside it
+        getattr(desk, leave)(first)
         first.kill()  # SIGKILL: the run's thread dies mid-sleep, before its next step boundary
     finally:
         first.kill()
     at_crash = desk.rows.run(turn_id)
-    assert at_crash["status"] == "running"  # the kill did come between the take-over and the run's end
-    assert desk.after("control_taken") == []
+    assert at_crash["status"] == "running"  # the kill did come between the change of control and the run's end
+    assert desk.after(entry) == []
 
     restarted = DaphneServer(desk.database).start()
     started = time.monotonic()  # "after a restart": from the moment the new process answers
@@ -220,7 +225,7 @@ def test_a_server_killed_between_the_take_over_and_the_runs_end_leaves_it_handed
                  what="the run to be handed off after the restart")
         recovery_seconds = time.monotonic() - started
         time.sleep(QUIET)
-        later = desk.after("control_taken")
+        later = desk.after(entry)
         state = httpx.get(f"{restarted.url}/v1/runner/conversation/{desk.cid}/messages",
                           headers={"Authorization": f"Bearer {desk.token}"}, timeout=10).json()
     finally:
@@ -230,7 +235,7 @@ def test_a_server_killed_between_the_take_over_and_the_runs_end_leaves_it_handed
     assert [e["kind"] for e in later] == ["turn_handed_off"]
     assert desk.tools_started() == ["slow_check", "slow_check"]
     assert desk.receiver.deliveries == []
-    assert state["run_status"] == "handed_off" and state["control"]["mode"] == "human"
+    assert state["run_status"] == "handed_off" and state["control"]["mode"] == mode
     checked = desk.checked()
     assert checked["replay"]["ok"] and checked["verify"]["ok"], checked
 
