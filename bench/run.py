@@ -6,7 +6,8 @@ at the end. Prints a table and writes bench/RESULTS.md with the machine it ran o
 
     python -m bench.run [--quick] [--profile] [--only SECTION ...]
 
-Sections: turns (commit count, raw limit, Waypoint sequential and 8 concurrent), peers (LangGraph,
+Sections: turns (commit count, raw limit, Waypoint sequential and 8 concurrent), length (a turn on a
+1,000-turn conversation against one on a 5-turn conversation, interleaved), peers (LangGraph,
 DBOS), state (GET messages on 1,000 messages, ETag 304), push (commit -> websocket receive, 200
 sockets, Daphne RSS), load (200 customers on 2 Daphne processes), verify (10,000 events), floor
 (Waypoint's customer page path against the floor app, bench/floor, with CPU per turn), pushcost
@@ -58,9 +59,10 @@ TARGET_BURST = "200-customer burst on 2 processes: p99 ≤ 4 s"
 TARGET_PEER = "core turn ≥ 2× {name}, sequential and at 8 concurrent"
 TARGET_PUSH_CPU = "push CPU at 200 messages within 1.5× of its cost at 10 messages"
 TARGET_SOCKETS = "5,000 sockets on one process under 1 GB RSS, push p99 ≤ 100 ms"
+TARGET_LENGTH = "a turn on a 1,000-turn conversation ≤ 1.2× a turn on a 5-turn one (interleaved)"
 PEERS = (("LangGraph", "LangGraph + PostgresSaver (durability=sync)"), ("DBOS", "DBOS workflow, 7 steps"))
 TARGETS = (TARGET_FLOOR, TARGET_DAPHNE_CPU, TARGET_BURST, *(TARGET_PEER.format(name=name) for name, _ in PEERS),
-           TARGET_PUSH_CPU, TARGET_SOCKETS)
+           TARGET_PUSH_CPU, TARGET_SOCKETS, TARGET_LENGTH)
 
 BENCH_CONFIG = {
     "name": "Bench",
@@ -409,6 +411,38 @@ def section_webhooks(report: Report, *, quick: bool) -> None:
     none, one = (rates["none"] + rates["none again"]) / 2, (rates["one"] + rates["one again"]) / 2
     report.notes.append(f"webhooks: {one:.1f} turns/s with one subscribed endpoint vs {none:.1f} with none ({one / none:.0%})")
     print(report.notes[-1])
+
+
+def section_length(report: Report, *, quick: bool) -> None:
+    """
+    A turn's cost against the conversation's length: turns on a long conversation interleaved with turns on short ones.
+
+    Every turn is the bench's turn (three echo rounds and a reply). The long conversation is built
+    of such turns first; then each timed turn on it is followed by one on a 5-turn conversation (a
+    new one every 5 turns), so both see the same machine at the same moments.
+    """
+    assistant = bench_assistant()
+    length = 200 if quick else 1000
+    pairs = 40 if quick else 120
+    long_id = new_conversation(assistant)
+    for i in range(length - 1):
+        one_turn(long_id, i)
+    long, short = [], []
+    short_id = ""
+    for i in range(pairs):
+        if i % 5 == 0:
+            short_id = new_conversation(assistant)
+        for conversation, into in ((long_id, long), (short_id, short)):
+            began = time.perf_counter()
+            one_turn(conversation, i)
+            into.append(time.perf_counter() - began)
+    long_row = report.latency_row("length", f"Waypoint turn on a {length:,}-turn conversation", long)
+    short_row = report.latency_row("length", "Waypoint turn on a 5-turn conversation (interleaved)", short)
+    ratio = long_row.p50_ms / short_row.p50_ms
+    report.figures["length_ratio"] = ratio
+    quick_note = "" if length == 1000 else f"; quick: {length} turns, not 1,000"
+    report.targets.append(Target(TARGET_LENGTH, f"{ratio:.2f}× (p50 {long_row.p50_ms:.1f} ms against "
+                                 f"{short_row.p50_ms:.1f} ms{quick_note})", ratio <= 1.2 if length == 1000 else None))
 
 
 def run_profile(assistant) -> None:
@@ -1283,7 +1317,8 @@ suite; the targets are goals, reported as met or not.
 
 
 # The end-to-end comparison first: the headline of a run stopped early.
-SECTIONS = ("floor", "embedded", "pushcost", "turns", "webhooks", "peers", "state", "push", "load", "verify", "sockets")
+SECTIONS = ("floor", "embedded", "pushcost", "turns", "length", "webhooks", "peers", "state", "push", "load", "verify",
+            "sockets")
 ON_OWN_CLUSTER = ("floor", "embedded")
 
 
@@ -1380,6 +1415,8 @@ def run_section(name: str, report: Report, database, args) -> None:
         section_sockets(report, database, quick=args.quick)
     elif name == "webhooks":
         section_webhooks(report, quick=args.quick)
+    elif name == "length":
+        section_length(report, quick=args.quick)
 
 
 if __name__ == "__main__":

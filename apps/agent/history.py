@@ -87,56 +87,119 @@ def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
 
     Entries without a dispatched turn (participants, memory cleared by staff) are not part of any turn.
     """
-    by_turn: dict[str, list[Recorded]] = {}
-    # The turns and the parts a person held, in the order they began: ("turn", turn id) or ("human", lines).
-    order: list[tuple[str, Any]] = []
-    remembered: dict[str, tuple[str, str]] = {}  # fact id -> the (turn, call) of `remember` that made it
-    cleared: set[str] = set()
-    for rec in entries:
-        match rec.body:
-            case MemoryRemembered(fact_id=fact_id, call_id=call_id):
-                remembered[fact_id] = (rec.turn_id, call_id)
-            case MemoryCleared(fact_ids=fact_ids):
-                cleared.update(fact_ids)
-        line = _human_line(rec)
-        if line is not None:
-            if not order or order[-1][0] != "human":
-                order.append(("human", []))
-            order[-1][1].append(line)
-            continue
-        if rec.turn_id and rec.turn_id != exclude_turn:
-            if rec.turn_id not in by_turn:
-                order.append(("turn", rec.turn_id))
-            by_turn.setdefault(rec.turn_id, []).append(rec)
-    forgotten = {remembered[f] for f in cleared if f in remembered}
-    out: list[PastTurn] = []
-    unknown: dict[tuple[str, str], Attempt] = {}
-    keys: dict[tuple[str, str], str] = {}
-    for what, value in order:
-        if what == "human":
-            out.append(PastTurn("", "", False, [], "", TurnStatus.HUMAN, human=value))
-            continue
-        turn_id, events = value, by_turn[value]
-        if not any(e.kind == "turn_dispatched" for e in events):
-            continue
-        state = turns.turn_state(events)
-        # A later call of the same action that succeeded settles what an earlier attempt left
-        # unknown; one that failed does not (the earlier attempt may still have gone through).
-        for call in state.calls.values():
-            if call.finished is not None and call.finished.ok:
-                unknown.pop(action_key(call.tool, call.arguments), None)
-            if call.idempotency_key:
-                keys[(turn_id, call.call_id)] = call.idempotency_key
-        if state.ambiguous_call:
-            call = state.calls[state.ambiguous_call]
-            unknown.setdefault(
-                action_key(call.tool, call.arguments),
-                Attempt(turn_id, call.call_id, call.tool, call.arguments, call.attempted_at, call.idempotency_key),
-            )
-        status = TurnStatus.INTERRUPTED if state.ambiguous_call else _STATUS.get(state.ended, TurnStatus.OPEN)
-        rounds = [_forget(r, turn_id, forgotten) for r in turns.past_rounds(state, settled=True)]
-        out.append(PastTurn(turn_id, "" if state.continuation else state.message, state.continuation, rounds, state.reply, status))
-    return History(out, unknown, keys)
+    summary = Summary()
+    summary.feed(entries)
+    return summary.history(exclude_turn=exclude_turn)
+
+
+@dataclass
+class _Turn:
+    """One turn's entries, and what the history reads from them (kept until another entry of the turn comes)."""
+
+    events: list[Recorded] = field(default_factory=list)
+    read: tuple | None = None  # (PastTurn, successes, keys, attempt) as of `events`; None: to be read again
+
+
+class Summary:
+    """
+    A conversation's history folded forward as its log grows: `build` without reading every entry again.
+
+    `feed` takes the entries after `head`; `history` gives what `build` gives for all of them. A turn
+    is read again (`turns.turn_state`) only when an entry of its own came, or when clearing a fact
+    forgets one of its calls, so a run of a long conversation reads what is new, not the whole log.
+    """
+
+    def __init__(self) -> None:
+        self.head = 0
+        # The turns and the parts a person held, in the order they began: ("turn", turn id) or ("human", lines).
+        self._order: list[tuple[str, Any]] = []
+        self._turns: dict[str, _Turn] = {}
+        self._remembered: dict[str, tuple[str, str]] = {}  # fact id -> the (turn, call) of `remember` that made it
+        self._cleared: set[str] = set()
+
+    def feed(self, entries: list[Recorded]) -> None:
+        """Fold entries (in `seq` order, each after `head`) into the summary."""
+        for rec in entries:
+            self.head = rec.seq
+            match rec.body:
+                case MemoryRemembered(fact_id=fact_id, call_id=call_id):
+                    before = self._remembered.get(fact_id)
+                    self._remembered[fact_id] = (rec.turn_id, call_id)
+                    if fact_id in self._cleared:
+                        self._stale(before, self._remembered[fact_id])
+                case MemoryCleared(fact_ids=fact_ids):
+                    self._cleared.update(fact_ids)
+                    self._stale(*(self._remembered.get(f) for f in fact_ids))
+            line = _human_line(rec)
+            if line is not None:
+                if not self._order or self._order[-1][0] != "human":
+                    self._order.append(("human", []))
+                self._order[-1][1].append(line)
+                continue
+            if rec.turn_id:
+                turn = self._turns.get(rec.turn_id)
+                if turn is None:
+                    turn = self._turns[rec.turn_id] = _Turn()
+                    self._order.append(("turn", rec.turn_id))
+                turn.events.append(rec)
+                turn.read = None
+
+    def _stale(self, *made: tuple[str, str] | None) -> None:
+        """The turns whose calls made these facts read again: what is forgotten of them changed."""
+        for found in made:
+            if found is not None and found[0] in self._turns:
+                self._turns[found[0]].read = None
+
+    def history(self, *, exclude_turn: str = "") -> History:
+        """The history as `build` reads it from every entry fed so far, leaving out `exclude_turn`."""
+        forgotten = {self._remembered[f] for f in self._cleared if f in self._remembered}
+        out: list[PastTurn] = []
+        unknown: dict[tuple[str, str], Attempt] = {}
+        keys: dict[tuple[str, str], str] = {}
+        after_human = False  # the item before, the excluded turn aside, was a part a person held
+        for what, value in self._order:
+            if what == "human":
+                if after_human:  # what a person held on both sides of the excluded turn is one part, as in the log without it
+                    out[-1] = PastTurn("", "", False, [], "", TurnStatus.HUMAN, human=[*out[-1].human, *value])
+                else:
+                    out.append(PastTurn("", "", False, [], "", TurnStatus.HUMAN, human=list(value)))
+                after_human = True
+                continue
+            if value == exclude_turn:
+                continue
+            after_human = False
+            turn = self._turns[value]
+            if turn.read is None:
+                turn.read = _read_turn(value, turn.events, forgotten)
+            past, successes, turn_keys, attempt = turn.read
+            if past is None:
+                continue
+            # A later call of the same action that succeeded settles what an earlier attempt left
+            # unknown; one that failed does not (the earlier attempt may still have gone through).
+            for key in successes:
+                unknown.pop(key, None)
+            keys.update(turn_keys)
+            if attempt is not None:
+                unknown.setdefault(action_key(attempt.tool, attempt.arguments), attempt)
+            out.append(past)
+        return History(out, unknown, keys)
+
+
+def _read_turn(turn_id: str, events: list[Recorded], forgotten: set[tuple[str, str]]) -> tuple:
+    """What the history takes from one turn: its PastTurn, the actions it settled, its keys and its unknown attempt."""
+    if not any(e.kind == "turn_dispatched" for e in events):
+        return None, [], {}, None
+    state = turns.turn_state(events)
+    successes = [action_key(c.tool, c.arguments) for c in state.calls.values() if c.finished is not None and c.finished.ok]
+    keys = {(turn_id, c.call_id): c.idempotency_key for c in state.calls.values() if c.idempotency_key}
+    attempt = None
+    if state.ambiguous_call:
+        call = state.calls[state.ambiguous_call]
+        attempt = Attempt(turn_id, call.call_id, call.tool, call.arguments, call.attempted_at, call.idempotency_key)
+    status = TurnStatus.INTERRUPTED if state.ambiguous_call else _STATUS.get(state.ended, TurnStatus.OPEN)
+    rounds = [_forget(r, turn_id, forgotten) for r in turns.past_rounds(state, settled=True)]
+    past = PastTurn(turn_id, "" if state.continuation else state.message, state.continuation, rounds, state.reply, status)
+    return past, successes, keys, attempt
 
 
 def _human_line(rec: Recorded) -> HumanLine | None:

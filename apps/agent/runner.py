@@ -17,6 +17,7 @@ import secrets
 import socket
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -584,9 +585,44 @@ def _no_linked_action(step: turns.RunAction) -> bool:
     return step.tool is None or step.tool.get("kind") == "builtin" or step.call.tool in BUILTIN_TOOLS
 
 
+class Summaries:
+    """
+    Each conversation's history summary (`history.Summary`) as of the last head this process read, the newest few hundred.
+
+    A run reads only the entries after that head and folds them forward; the whole log is read again
+    only for a conversation this process has not seen (after a restart, say) or whose log was
+    repaired. Taken out while a run folds it and put back after, so two threads never fold one.
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._guard = threading.Lock()
+        self._kept: OrderedDict[str, history.Summary] = OrderedDict()
+
+    def take(self, conversation_id: str) -> history.Summary | None:
+        with self._guard:
+            return self._kept.pop(conversation_id, None)
+
+    def keep(self, conversation_id: str, summary: history.Summary) -> None:
+        with self._guard:
+            self._kept[conversation_id] = summary
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+
+
+_summaries = Summaries()
+
+
 def _earlier_turns(conversation_id: str, turn_id: str) -> history.History:
     """The conversation's other turns as the log recorded them: what every model round is told."""
-    return history.build(store.read(conversation_id), exclude_turn=turn_id)
+    summary = _summaries.take(conversation_id) or history.Summary()
+    entries = store.read(conversation_id, after_seq=summary.head)
+    if summary.head and entries and (entries[0].seq != summary.head + 1 or any(e.kind == "repair" for e in entries)):
+        summary = history.Summary()  # the log was repaired: what was folded may be gone
+        entries = store.read(conversation_id)
+    summary.feed(entries)
+    _summaries.keep(conversation_id, summary)
+    return summary.history(exclude_turn=turn_id)
 
 
 def _reattempt(call: turns.CallState, tool: dict, earlier: history.History) -> dict:

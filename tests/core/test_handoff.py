@@ -231,3 +231,41 @@ class TestTheQueueTimesOut:
         assert after["control_changes"][-1]["kind"] == "handoff_timed_out"
         assert after["control_changes"][-1]["text"] == "No one is free right now; I'll keep helping."
         assert_record_holds(cid)
+
+
+class TestTheModelTool:
+    """`handoff_to_human` on an OpenAI-compatible model, in the Chat Completions wire format."""
+
+    def _assistant(self, make_assistant, settings, vendor, **handoff_settings):
+        settings.WAYPOINT_MODEL_RETRY_SECONDS = 0.01
+        settings.WAYPOINT_OPENAI_BASE_URL = vendor.base_url
+        return make_assistant(model={"provider": "openai", "model": "gpt-4o-mini", "base_url": vendor.base_url},
+                              handoff=handoff_settings)
+
+    def test_offered_only_with_enabled_and_model_tool(self, start, make_assistant, settings):
+        from tests.fakes import vendor as wire
+
+        offered = {}
+        for name, config in {"both": {"enabled": True, "model_tool": True}, "enabled only": {"enabled": True},
+                             "neither": {}}.items():
+            with wire.Vendor() as vendor:
+                vendor.queue(wire.completion(content="Hello."))
+                start("hi", assistant=self._assistant(make_assistant, settings, vendor, **config))
+            offered[name] = "handoff_to_human" in {t["function"]["name"] for t in vendor.requests[0]["tools"]}
+
+        assert offered == {"both": True, "enabled only": False, "neither": False}
+
+    def test_a_call_hands_off_and_no_further_round_runs(self, start, make_assistant, settings):
+        from tests.fakes import vendor as wire
+
+        with wire.Vendor() as vendor:
+            vendor.queue(wire.completion(tool_calls=[wire.tool_call("call_h", "handoff_to_human", '{"reason": "billing dispute"}')]),
+                         wire.completion(content="this round must never be asked for"))
+            assistant = self._assistant(make_assistant, settings, vendor, enabled=True, model_tool=True)
+            cid = start("I dispute this charge", assistant=assistant)["conversation_id"]
+
+        after = state(cid)
+        assert len(vendor.requests) == 1
+        assert after["control"]["mode"] == "queued" and after["control"]["reason"] == "billing dispute"
+        assert after["run_status"] == "handed_off"
+        assert_record_holds(cid)
