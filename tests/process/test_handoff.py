@@ -1,7 +1,8 @@
 """
 Human handoff against real Daphne processes (PRODUCT.md "Human handoff": the agent falls silent, exactly).
 
-A turn taken over in the middle of its tool rounds stops at its next step boundary; a pending
+A turn taken over in the middle of its tool rounds stops at its next step boundary; a webhook
+already sent when the take-over came finishes on the record, and the run stops there; a pending
 approval of a webhook is withdrawn by a request for a person, and its webhook is never sent; a
 server killed (SIGKILL) between a take-over (or a customer's request for a person) and the run's
 end leaves, after its restart, a run that is handed off and not resumed. The rule under test goes on to a webhook after its sleeps, so a
@@ -39,6 +40,10 @@ def handoff_lab(webhook_url: str) -> dict[str, Any]:
                 {"call": "slow_check", "arguments": {"seconds": 4}},
                 {"call": "slow_check", "arguments": {"seconds": 1}},
                 {"call": "send_refund", "arguments": {"order_id": "A-1", "amount": 20}},
+                {"say": "Refund sent: {result}."},
+            ]},
+            {"match": "send it", "steps": [
+                {"call": "send_refund", "arguments": {"order_id": "A-2", "amount": 5}},
                 {"say": "Refund sent: {result}."},
             ]},
             {"match": "refund", "steps": [
@@ -118,10 +123,10 @@ class Desk:
 
 
 @contextlib.contextmanager
-def a_lab(conversations: int) -> Iterator[Lab]:
+def a_lab(conversations: int, *, receiver_delay: float = 0.0) -> Iterator[Lab]:
     database = ServerDatabase("handoff")
     try:
-        with Receiver() as receiver:
+        with Receiver(delay=receiver_delay) as receiver:
             yield Lab(database, receiver, conversations=conversations)
     finally:
         database.drop()
@@ -158,7 +163,7 @@ def own_desk() -> Iterator[Desk]:
 def test_a_turn_taken_over_between_its_tool_rounds_stops_without_another_model_round(desk, server):
     desk.customer.send(server, "please check my order")
     turn_id = desk.turn_id()
-    desk.started("slow_check", 2)  # one tool round done, the second sleeping
+    sleeping = desk.started("slow_check", 2)  # one tool round done, the second sleeping
 
     control = desk.take_over(server)
 
@@ -166,7 +171,9 @@ def test_a_turn_taken_over_between_its_tool_rounds_stops_without_another_model_r
     wait_for(lambda: desk.rows.turn_ended(turn_id, "handed_off"), timeout=10, what="the run to be handed off")
     time.sleep(QUIET)
     later = desk.after("control_taken")
-    assert [e["kind"] for e in later] == ["turn_handed_off"]
+    # The sleep that was running finishes on the record; then the run stops: no model round, no other tool.
+    assert [e["kind"] for e in later] == ["action_finished", "turn_handed_off"]
+    assert later[0]["payload"]["call_id"] == sleeping["payload"]["call_id"]
     assert desk.rows.run(turn_id)["status"] == "handed_off"
     assert desk.tools_started() == ["slow_check", "slow_check"]
     assert desk.receiver.deliveries == []
@@ -197,6 +204,37 @@ def test_a_pending_webhook_approval_is_withdrawn_and_its_late_approval_refused(d
     checked = desk.checked()
     assert checked["replay"]["ok"] and checked["verify"]["ok"], checked
 
+
+@pytest.fixture
+def slow_shop_desk() -> Iterator[Desk]:
+    """A conversation whose webhook receiver takes 3 s to answer: a take-over lands while a sent webhook is in flight."""
+    with a_lab(conversations=1, receiver_delay=3.0) as lab:
+        yield lab.desk()
+
+
+def test_a_webhook_in_flight_at_the_take_over_finishes_on_the_record_and_the_run_stops(slow_shop_desk):
+    desk = slow_shop_desk
+    server = DaphneServer(desk.database).start()
+    try:
+        desk.customer.send(server, "send it please")
+        turn_id = desk.turn_id()
+        wait_for(lambda: desk.receiver.deliveries, timeout=10, what="the webhook to reach the shop")
+
+        desk.take_over(server)
+
+        wait_for(lambda: desk.rows.turn_ended(turn_id, "handed_off"), timeout=10, what="the run to be handed off")
+        time.sleep(QUIET)
+    finally:
+        server.kill()
+    later = desk.after("control_taken")
+    # The refund went out before the take-over: its outcome is on the record, and nothing follows it.
+    assert [e["kind"] for e in later] == ["action_finished", "turn_handed_off"]
+    finished = later[0]["payload"]
+    assert (finished["tool"], finished["ok"], finished["output"]) == ("send_refund", True, {"refund_id": "R-1"})
+    assert len(desk.receiver.deliveries) == 1
+    assert [m["role"] for m in desk.rows.messages(desk.cid)][-1] == "user"  # no "Refund sent" from the assistant
+    checked = desk.checked()
+    assert checked["replay"]["ok"] and checked["verify"]["ok"], checked
 
 # Control leaves the agent by a take-over (agent → human), or by the customer's request (agent → queued).
 LEAVES = {"take_over": ("control_taken", "human"), "ask_for_a_person": ("handoff_requested", "queued")}
