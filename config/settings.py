@@ -229,6 +229,9 @@ WAYPOINT_OPENAI_BASE_URL = env.str("WAYPOINT_OPENAI_BASE_URL", default="")
 WAYPOINT_MODEL_BASE_URLS = env.list("WAYPOINT_MODEL_BASE_URLS", default=[])
 # First back-off after a vendor 429/5xx; doubled on each of the three retries.
 WAYPOINT_MODEL_RETRY_SECONDS = env.float("WAYPOINT_MODEL_RETRY_SECONDS", default=0.5)
+# The context window of the deployment's models, in tokens, for assistants whose model sets no
+# `context_tokens`: the history sent keeps the newest turns that fit (docs/api.md). 0: unbounded.
+WAYPOINT_MODEL_CONTEXT_TOKENS = env.int("WAYPOINT_MODEL_CONTEXT_TOKENS", default=0)
 # Pause between words when a scripted step simulates streaming (`"stream": true`).
 WAYPOINT_SCRIPTED_STREAM_DELAY_SECONDS = env.float("WAYPOINT_SCRIPTED_STREAM_DELAY_SECONDS", default=0.0 if TESTING else 0.08)
 # "thread": turns run on the server's worker threads (Daphne); "inline": in the committing thread

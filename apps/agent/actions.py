@@ -281,7 +281,9 @@ def _customer_message(
     turn_id = conversation_actions.new_id("turn")
     event = CustomerMessage(message_id=conversation_actions.new_id("msg"), text=text, edge=edge, caller=persona,
                             idempotency_key=idempotency.key if idempotency else "")
-    recorded = store.append(conversation, [event], turn_id=turn_id, actor=persona, now=now)
+    # A conversation closed for being idle reopens with the message, as with a turn's batch one.
+    events = [*reopen_events(conversation_id=str(conversation.id)), event]
+    recorded = store.append(conversation, events, turn_id=turn_id, actor=persona, now=now)
     broadcast.on_commit(str(conversation.id), recorded[-1].seq)
     return {"conversation_id": str(conversation.id), "turn_id": turn_id, "run_id": None, "seq": recorded[-1].seq}
 

@@ -288,6 +288,11 @@ def _check_model_settings(model: dict[str, Any], tool_names: set[str], problems:
     timeout = model.get("timeout_seconds")
     if "timeout_seconds" in model and not (_number(timeout) and 0 < timeout <= 3600):
         problems.append("model.timeout_seconds: must be a number of seconds above 0 (at most 3600)")
+    context = model.get("context_tokens")
+    if "context_tokens" in model and not (isinstance(context, int) and not isinstance(context, bool) and 256 <= context <= 10_000_000):
+        problems.append("model.context_tokens: must be a whole number of tokens, at least 256")
+    elif "context_tokens" in model and isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= context:
+        problems.append("model.context_tokens: must be larger than max_output_tokens, which it has to hold")
     if "stream" in model and not isinstance(model["stream"], bool):
         problems.append("model.stream: must be true or false")
 

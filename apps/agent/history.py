@@ -111,6 +111,7 @@ class Summary:
 
     def __init__(self) -> None:
         self.head = 0
+        self.last: Recorded | None = None  # the entry at `head`, to tell a log that grew from one that was repaired
         # The turns and the parts a person held, in the order they began: ("turn", turn id) or ("human", lines).
         self._order: list[tuple[str, Any]] = []
         self._turns: dict[str, _Turn] = {}
@@ -120,7 +121,7 @@ class Summary:
     def feed(self, entries: list[Recorded]) -> None:
         """Fold entries (in `seq` order, each after `head`) into the summary."""
         for rec in entries:
-            self.head = rec.seq
+            self.head, self.last = rec.seq, rec
             match rec.body:
                 case MemoryRemembered(fact_id=fact_id, call_id=call_id):
                     before = self._remembered.get(fact_id)

@@ -484,22 +484,83 @@ def _human_message(line: HumanLine) -> dict[str, str]:
             return {"role": "system", "content": f"No person was free; the customer was told: {line.text}"}
 
 
-def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """Build the Chat Completions message list for a request: the earlier turns from the record, then this one."""
+def openai_messages(request: ModelRequest, *, budget_tokens: int = 0) -> list[dict[str, Any]]:
+    """
+    Build the Chat Completions message list for a request: the earlier turns from the record, then this one.
+
+    `budget_tokens` (0: no bound) bounds what is sent (docs/api.md, "Bounded context"): the newest
+    earlier turns that fit are kept, and always the instructions, the remembered facts, this turn and
+    every earlier turn with an action whose outcome is still unknown (what a re-attempt repeats).
+    One system line says what was left out.
+    """
     messages: list[dict[str, Any]] = []
     if request.instructions:
         messages.append({"role": "system", "content": request.instructions})
     if request.memory:
         messages.append({"role": "system", "content": "Facts to remember:\n" + "\n".join(f"- {m}" for m in request.memory)})
-    for turn in request.history:
-        messages += [_human_message(line) for line in turn.human]
-        if turn.message:
-            messages.append({"role": "user", "content": turn.message})
-        for past in turn.rounds:
-            if past.calls:
-                messages += _round_messages(past)
-        if turn.reply:
-            messages.append({"role": "assistant", "content": turn.reply})
+    earlier = [_turn_messages(turn) for turn in request.history]
+    current = _current_messages(request)
+    if budget_tokens:
+        earlier = _fit(earlier, request.history, budget_tokens - estimate_tokens(messages) - estimate_tokens(current))
+    for block in earlier:
+        messages += block
+    return messages + current
+
+
+def _turn_messages(turn: PastTurn) -> list[dict[str, Any]]:
+    messages = [_human_message(line) for line in turn.human]
+    if turn.message:
+        messages.append({"role": "user", "content": turn.message})
+    for past in turn.rounds:
+        if past.calls:
+            messages += _round_messages(past)
+    if turn.reply:
+        messages.append({"role": "assistant", "content": turn.reply})
+    return messages
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    """
+    A generous count of the tokens messages take: a token per three characters of their JSON.
+
+    Tokenizers differ per model and none is at hand here; English runs about four characters a
+    token, so this errs on the side of sending less.
+    """
+    return sum(len(json.dumps(m, ensure_ascii=False)) // 3 + 4 for m in messages)
+
+
+def _unknown_outcome(turn: PastTurn) -> bool:
+    return any(isinstance(r, dict) and r.get("outcome") == "unknown" for past in turn.rounds for r in past.results.values())
+
+
+def _fit(blocks: list[list[dict[str, Any]]], history: list[PastTurn], budget: int) -> list[list[dict[str, Any]]]:
+    """The newest earlier turns that fit `budget`, the ones that must not be forgotten, and a line for the rest."""
+    if estimate_tokens([m for block in blocks for m in block]) <= budget:
+        return blocks
+    kept = [_unknown_outcome(turn) for turn in history]
+    budget -= sum(estimate_tokens(block) for block, keep in zip(blocks, kept, strict=True) if keep) + 40
+    for i in range(len(blocks) - 1, -1, -1):
+        if kept[i]:
+            continue
+        cost = estimate_tokens(blocks[i])
+        if cost > budget:
+            break
+        kept[i], budget = True, budget - cost
+    left_out = [turn for turn, keep in zip(history, kept, strict=True) if not keep]
+    if not left_out:
+        return blocks
+    said = sum(1 for turn in left_out if turn.status != "human")
+    parts = [f"{said} earlier turn{'s' if said != 1 else ''}"] if said else []
+    if any(turn.status == "human" for turn in left_out):
+        parts.append("earlier messages with a person")
+    line = {"role": "system", "content": (
+        f"Left out here to fit the model's context: {' and '.join(parts)} of this conversation. What follows is "
+        "its newest part, and every earlier action whose outcome is still unknown.")}
+    return [[line], *(block for block, keep in zip(blocks, kept, strict=True) if keep)]
+
+
+def _current_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
     if request.continuation:
         messages.append({"role": "system", "content": CONTINUE_NOTE})
     else:
@@ -530,8 +591,10 @@ class OpenAIProvider:
     RETRIES = 3
     DEFAULT_TIMEOUT_SECONDS = 60.0
 
+    DEFAULT_REPLY_TOKENS = 512  # kept free for the reply when the model sets no max_output_tokens
+
     def __init__(self, config: dict[str, Any], *, api_key: str, base_url: str, retry_seconds: float = 0.5,
-                 client: Any = None, sleep=time.sleep, refusal: str = ""):
+                 client: Any = None, sleep=time.sleep, refusal: str = "", context_tokens: int = 0):
         import openai
 
         self.refusal = refusal  # why this endpoint may not be called: the round fails with it, nothing is sent
@@ -539,6 +602,8 @@ class OpenAIProvider:
         self.stream = bool(config.get("stream"))
         self.temperature = config.get("temperature")
         self.max_output_tokens = config.get("max_output_tokens")
+        # The model's context window (the assistant's, else the deployment's; 0: unbounded): what is sent fits in it.
+        self.context_tokens = int(config.get("context_tokens") or context_tokens or 0)
         self.tool_choice = config.get("tool_choice")
         self.timeout = float(config.get("timeout_seconds") or self.DEFAULT_TIMEOUT_SECONDS)
         self.sleep = sleep
@@ -549,7 +614,13 @@ class OpenAIProvider:
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The Chat Completions request for a model round (without the transport's timeout)."""
-        body: dict[str, Any] = {"model": self.model, "messages": openai_messages(request)}
+        body: dict[str, Any] = {"model": self.model}
+        tools = _openai_tools(request.tools) if request.tools and not request.closing else []
+        budget = 0
+        if self.context_tokens:
+            reply = self.max_output_tokens or self.DEFAULT_REPLY_TOKENS
+            budget = max(1, self.context_tokens - reply - estimate_tokens(tools))
+        body["messages"] = openai_messages(request, budget_tokens=budget)
         if self.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -559,8 +630,8 @@ class OpenAIProvider:
             # `max_tokens`, not `max_completion_tokens`: llama.cpp, llama-cpp-python, vLLM and Ollama
             # read only this one, and OpenAI still accepts it for its chat models.
             body["max_tokens"] = self.max_output_tokens
-        if request.tools and not request.closing:
-            body["tools"] = _openai_tools(request.tools)
+        if tools:
+            body["tools"] = tools
             choice = self.tool_choice
             # A forced tool is forced until the turn has called a tool: forcing every round would
             # call it again and again until the step budget ran out.
@@ -666,4 +737,5 @@ def provider_for(config: dict[str, Any]) -> Provider:
         base_url=base_url,
         retry_seconds=settings.WAYPOINT_MODEL_RETRY_SECONDS,
         refusal=refusal,
+        context_tokens=settings.WAYPOINT_MODEL_CONTEXT_TOKENS,
     )

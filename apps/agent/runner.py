@@ -618,10 +618,15 @@ _summaries = Summaries()
 def _earlier_turns(conversation_id: str, turn_id: str) -> history.History:
     """The conversation's other turns as the log recorded them: what every model round is told."""
     summary = _summaries.take(conversation_id) or history.Summary()
-    entries = store.read(conversation_id, after_seq=summary.head)
-    if summary.head and entries and (entries[0].seq != summary.head + 1 or any(e.kind == "repair" for e in entries)):
-        summary = history.Summary()  # the log was repaired: what was folded may be gone
-        entries = store.read(conversation_id)
+    # Read from the last entry folded: still there as it was, the log only grew since; otherwise
+    # `conversation repair` removed and renumbered entries, and the summary is folded anew.
+    entries = store.read(conversation_id, after_seq=max(0, summary.head - 1))
+    if summary.last is not None:
+        if entries and entries[0] == summary.last:
+            entries = entries[1:]
+        else:
+            summary = history.Summary()
+            entries = store.read(conversation_id)
     summary.feed(entries)
     _summaries.keep(conversation_id, summary)
     return summary.history(exclude_turn=turn_id)

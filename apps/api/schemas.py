@@ -116,7 +116,8 @@ class AssistantConfigIn(Schema):
         "Either may set: temperature (0–2), max_output_tokens (≥ 1, sent as max_tokens), tool_choice (auto, none, "
         "required or one of the assistant's tool names; a forced tool is forced until the turn has called a tool), "
         "timeout_seconds (> 0, default 60: how long to wait for the model service, between chunks when streaming); "
-        "openai also takes stream (true or false) and base_url (one of the deployment's model endpoints). "
+        "openai also takes stream (true or false), base_url (one of the deployment's model endpoints) and context_tokens "
+        "(≥ 256: the model's context window; the history sent keeps the newest turns that fit, docs/api.md). "
         "The scripted model ignores these settings.",
     )
     tools: Any = Field(

@@ -162,14 +162,16 @@ def close_if_idle(*, conversation_id: str, now: datetime) -> bool:
     Close a conversation that has been idle for its timeout: a `conversation_closed` entry, its
     lease row deleted and its workspace runtime released (files and artifacts stay).
 
-    Not idle: completed, already closed, a run running or waiting, a live lease, a zero timeout or
-    no last turn. Returns whether it closed.
+    Not idle: completed, already closed, a run running or waiting, a customer waiting for a person,
+    a live lease, a zero timeout or no last turn. Returns whether it closed.
     """
     with transaction.atomic():
         conversation = locked(conversation_id)
         timeout = idle_timeout_seconds(conversation.assistant.config, settings.WAYPOINT_IDLE_TIMEOUT_SECONDS)
         if conversation.status == "completed" or open_closure(str(conversation.id)) is not None:
             return False
+        if conversation.control_mode == "queued":
+            return False  # the queue's own timeout decides when nobody came
         if not idle_due(last_turn_at=conversation.last_turn_at, timeout_seconds=timeout, now=now):
             return False
         if has_open_run(str(conversation.id)):

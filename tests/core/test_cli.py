@@ -349,3 +349,18 @@ class TestConsoleScript:
 
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == f"OK conv-{log}: {len(seqs(log))} entries, every hash and signature verifies"
+
+
+def test_a_run_after_a_repair_is_told_the_repaired_history_not_the_one_it_folded_before(log, clock):
+    """The runner's history summary (apps/agent/runner.py `_earlier_turns`) is folded anew after a repair."""
+    from apps.agent import history, runner
+
+    turn(log, "hello again", clock)  # a run folds the summary up to here
+    dispatched = entry_seq(log, "turn_dispatched", 2)
+    corrupt_payload(log, dispatched)
+    assert run("repair", log, "--actor", "ops:alice")[0] == 0
+
+    told = runner._earlier_turns(log, "no-such-turn")
+
+    assert told == history.build(store.read(log))
+    assert "when can you deliver?" not in [t.message for t in told.turns]

@@ -67,6 +67,22 @@ class TestIdleClose:
         assert close_at(cid, 10 * IDLE) == []
         assert state(cid)["run_status"] == "waiting"
 
+    def test_a_customer_in_the_queue_for_a_person_is_not_idle_and_a_message_under_a_person_reopens(self, start, make_assistant):
+        from apps.agent import handoff
+
+        assistant = make_assistant(idle_timeout_seconds=IDLE, handoff={"enabled": True, "queue_timeout_seconds": 100 * IDLE})
+        cid = start("hello", assistant=assistant)["conversation_id"]
+        handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", now=timezone.now())
+        assert close_at(cid, 10 * IDLE) == []
+
+        handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=timezone.now())
+        assert close_at(cid, 10 * IDLE) == [cid]
+        turn(cid, "still there?", timezone.now)
+
+        assert state(cid)["phase"] == "open" and state(cid)["messages"][-1]["text"] == "still there?"
+        assert kinds(cid)[-2:] == ["conversation_reopened", "customer_message"]
+        assert_replays(cid)
+
     def test_a_completed_conversation_is_not_closed(self, start, make_assistant):
         cid = start("bye", assistant=make_assistant(idle_timeout_seconds=IDLE))["conversation_id"]
 

@@ -18,7 +18,7 @@ from apps.ledger import types as t
 from tests.unit.test_history import REFUND, Log
 
 OPERATIONS = ("done", "ambiguous", "reattempt", "resolve", "remember", "clear", "handed_off", "human", "superseded",
-              "continuation", "staff_only")
+              "continuation", "staff_only", "repaired")
 
 
 def random_log(draw_ops: list[str]) -> Log:
@@ -73,6 +73,11 @@ def random_log(draw_ops: list[str]) -> Log:
             log.add(turn_id, t.CustomerMessage(message_id=f"m{n}", text=f"customer {n}", edge="link", caller="guest:alice"))
             log.add("", t.StaffMessage(message_id=f"s{n}", text=f"staff {n}", staff="staff:dana", name="Dana"))
             log.add("", t.ControlReturned(staff="staff:dana", name="Dana", note=f"note {n}"))
+        elif op == "repaired":  # an unreadable entry removed by `conversation repair`, which records that
+            victims = [i for i, e in enumerate(log.entries) if e.kind in ("action_finished", "turn_complete", "staff_message")]
+            if victims:
+                gone = log.entries.pop(victims[n % len(victims)])
+                log.add("", t.Repair(removed=[{"seq": gone.seq, "reason": "the payload is not a JSON object"}]), actor="ops:alice")
         else:  # staff_only: a part a person held with nothing but a timeout
             log.add("", t.HandoffRequested(source="application", requested_by="api:shop"))
             log.add("", t.HandoffTimedOut(requested_at="2026-12-01T10:00:00Z", timeout_seconds=60, message="nobody"))
