@@ -367,7 +367,9 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
     # A step the agent takes needs the agent to have control as of its commit. On the fast path
     # nobody appended since this run's last commit, so nobody took control meanwhile; after anyone
     # did, the row is locked and control read under that lock (a take-over waits for this commit).
-    stops = all(isinstance(e, TurnHandedOff) for e in events)
+    # The outcome of an action that already ran is no new step: it is recorded whoever has control
+    # now, or a refund sent just before a take-over would be lost from the record.
+    stops = all(isinstance(e, TurnHandedOff | ActionFinished | QuarantineSettled) for e in events)
     while True:
         try:
             with transaction.atomic():
