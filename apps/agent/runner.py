@@ -277,13 +277,24 @@ def _hand_off(conversation_id: str, run: WorkflowLog, held: lease.Held) -> bool:
     Stop a run whose conversation left the agent's control: `turn_handed_off`, and the lease given up.
 
     A waiting run was stopped by the write that took control; one that was running stops here, at
-    the step boundary where it found out. True: the lease went with the commit.
+    the step boundary where it found out; one whose side effect started without a recorded outcome
+    (its writer died) is quarantined as ambiguous instead. True: the lease went with the commit.
     """
     events = store.read(conversation_id, turn_id=run.turn_id)
-    if turns.turn_state(events).ended:
+    state = turns.turn_state(events)
+    if state.ended or state.ambiguous_call:
         return False
-    _append(conversation_id, run.turn_id, [TurnHandedOff(run_id=run.run_id, reason=HANDOFF_REASON)], held, _Journal(),
-            release=True)
+    config = assistant_config(conversation_id)
+    step = turns.next_step(state, config, turns.effective_budget(settings.WAYPOINT_STEP_BUDGET, config, state))
+    if isinstance(step, turns.Ambiguous):
+        # A side effect that went out before its writer died: ambiguous and quarantined exactly as
+        # without a handoff (PRODUCT.md), so staff learn its outcome is unknown; nothing is retried.
+        call = step.call
+        stop = TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool,
+                             idempotency_key=call.idempotency_key or f"{run.turn_id}:{call.call_id}")
+    else:
+        stop = TurnHandedOff(run_id=run.run_id, reason=HANDOFF_REASON)
+    _append(conversation_id, run.turn_id, [stop], held, _Journal(), release=True)
     return True
 
 
@@ -369,7 +380,7 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
     # did, the row is locked and control read under that lock (a take-over waits for this commit).
     # The outcome of an action that already ran is no new step: it is recorded whoever has control
     # now, or a refund sent just before a take-over would be lost from the record.
-    stops = all(isinstance(e, TurnHandedOff | ActionFinished | QuarantineSettled) for e in events)
+    stops = all(isinstance(e, TurnHandedOff | TurnAmbiguous | ActionFinished | QuarantineSettled) for e in events)
     while True:
         try:
             with transaction.atomic():

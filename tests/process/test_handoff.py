@@ -280,8 +280,6 @@ def test_a_server_killed_between_the_change_of_control_and_the_runs_end_leaves_t
 
 
 
-@pytest.mark.xfail(strict=True, reason="recovery hands off a run under a person's control before it looks for an action "
-                   "whose outcome is unknown: the refund that went out is neither finished nor turn_ambiguous on the record")
 def test_a_server_killed_with_a_webhook_in_flight_after_the_take_over_leaves_its_outcome_ambiguous(slow_shop_desk):
     # PRODUCT.md "Human handoff": a side effect already sent finishes or becomes ambiguous exactly as today.
     desk = slow_shop_desk
