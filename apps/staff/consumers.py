@@ -10,6 +10,7 @@ from django.template.loader import render_to_string
 from apps.conversations import broadcast
 from apps.conversations.broadcast import group_name
 from apps.staff import queries
+from apps.staff.actions import staff_identity
 
 
 class StaffConversationConsumer(AsyncWebsocketConsumer):
@@ -66,4 +67,5 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
         data = queries.inspect_conversation(self.conversation_id, live=True)
         if data is None:
             return None, 0
-        return render_to_string("staff/live.html", {"c": data}), data["seq"]
+        # Whose controls the inspector shows: Send reply and Hand back are the holder's.
+        return render_to_string("staff/live.html", {"c": data, "me": staff_identity(self.scope["user"])}), data["seq"]

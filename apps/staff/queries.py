@@ -541,6 +541,7 @@ def inspect_conversation(conversation_id: str, *, live: bool = False) -> dict[st
         "seq": conversation.head_seq,
         "control": control_of(conversation),
         "handoff_enabled": available(conversation.assistant.config),
+        "waiting_count": waiting_count(),
     }
 
 

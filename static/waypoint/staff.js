@@ -52,3 +52,47 @@
     setTimeout(() => { button.textContent = label; }, 2000);
   });
 })();
+
+// Human handoff: the count of customers waiting for a person in the tab's title, a browser
+// notification when it goes up (once the staff member allowed them), and the reply box emptied
+// after a reply was sent.
+(function () {
+  "use strict";
+  const base = document.title.replace(/^\(\d+\) /, "");
+  let known = null;
+
+  function count() {
+    const badge = document.getElementById("waiting-count");
+    return badge ? Number(badge.dataset.count || 0) : 0;
+  }
+
+  function update() {
+    const now = count();
+    document.title = now ? `(${now}) ${base}` : base;
+    if (known !== null && now > known && "Notification" in window && Notification.permission === "granted") {
+      new Notification("A customer is waiting for a person", { body: `${now} waiting in Waypoint`, tag: "waypoint-waiting" });
+    }
+    known = now;
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    update();
+    const button = document.getElementById("notify-button");
+    const state = document.getElementById("notify-state");
+    if (button && "Notification" in window) {
+      const show = () => {
+        button.hidden = Notification.permission !== "default";
+        if (state) state.textContent = Notification.permission === "granted" ? "Notifications are on for new requests."
+          : Notification.permission === "denied" ? "Notifications are blocked in this browser." : "";
+      };
+      button.addEventListener("click", () => Notification.requestPermission().then(show));
+      show();
+    }
+  });
+  document.addEventListener("htmx:afterSettle", update);
+  document.addEventListener("htmx:oobAfterSwap", update);
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const form = event.detail.elt;
+    if (event.detail.successful && form && form.matches && form.matches("form[data-reset-on-success]")) form.reset();
+  });
+})();

@@ -1,0 +1,108 @@
+"""The staff side of a handoff: the queue, the count in the navigation, Take over, Send reply, Hand back."""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+
+from apps.agent import handoff
+from apps.agent.state import conversation_state
+from apps.conversations import queries
+from apps.staff.queries import waited
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+
+
+def staff_client(username: str, first_name: str = "") -> Client:
+    user = get_user_model().objects.create_user(username, f"{username}@example.com", "pw", is_staff=True,
+                                                first_name=first_name)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def dana():
+    return staff_client("dana", "Dana")
+
+
+@pytest.fixture
+def sam():
+    return staff_client("sam", "Sam")
+
+
+@pytest.fixture
+def queued(start, make_assistant):
+    """A conversation whose customer asked for a person."""
+    cid = start("I want a refund", assistant=make_assistant(handoff={"enabled": True}))["conversation_id"]
+    handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", reason="refund dispute",
+                            now=timezone.now() - timedelta(minutes=4))
+    return cid
+
+
+def control(cid):
+    return conversation_state(queries.conversation_for(cid))["control"]
+
+
+def test_the_queue_lists_who_waits_oldest_first_and_the_navigation_counts_them(dana, queued, start, make_assistant):
+    later = start("hello", assistant=make_assistant(handoff={"enabled": True}))["conversation_id"]
+    handoff.request_handoff(conversation_id=later, source="application", requested_by="api:shop", now=timezone.now())
+
+    page = dana.get("/staff/waiting/").content.decode()
+    other_page = dana.get("/staff/assistants/").content.decode()
+
+    assert page.index(f"waiting-{queued}") < page.index(f"waiting-{later}")
+    assert "4 min" in page and "refund dispute" in page and "I want a refund" in page
+    assert 'id="waiting-count" class="count" data-count="2"' in other_page
+    assert "<title>(2) " in other_page
+
+
+def test_take_over_send_reply_and_hand_back(dana, queued):
+    taken = dana.post(f"/staff/conversations/{queued}/take-over")
+    holding = dana.get(f"/staff/conversations/{queued}/").content.decode()
+    replied = dana.post(f"/staff/conversations/{queued}/reply", {"text": "Hi, Dana here."})
+    back = dana.post(f"/staff/conversations/{queued}/hand-back", {"note": "refunded by phone"})
+
+    assert taken.status_code == 302 and replied.status_code == 302 and back.status_code == 302
+    assert ">Send reply</button>" in holding and ">Hand back to the assistant</button>" in holding
+    state = conversation_state(queries.conversation_for(queued))
+    assert state["messages"][-1]["author"] == {"kind": "staff", "id": "staff:dana", "name": "Dana"}
+    assert state["control"]["mode"] == "agent"
+    assert [c["text"] for c in state["control_changes"]][-1] == "refunded by phone"
+    timeline = dana.get(f"/staff/conversations/{queued}/").content.decode()
+    assert "Dana (staff:dana) took over" in timeline and "handed back to the assistant, note: refunded by phone" in timeline
+
+
+def test_the_second_taker_is_told_in_words_who_has_it(dana, sam, queued):
+    dana.post(f"/staff/conversations/{queued}/take-over")
+
+    lost = sam.post(f"/staff/conversations/{queued}/take-over", headers={"HX-Request": "true"})
+    page = sam.get(f"/staff/conversations/{queued}/").content.decode()
+
+    assert lost.status_code == 409 and "Dana already has this conversation." in lost.content.decode()
+    assert "Dana already has this conversation." in page and ">Take over</button>" not in page
+    assert ">Send reply</button>" not in page
+    assert control(queued)["staff"] == {"id": "staff:dana", "name": "Dana"}
+
+
+def test_only_the_holder_replies(dana, sam, queued):
+    dana.post(f"/staff/conversations/{queued}/take-over")
+
+    response = sam.post(f"/staff/conversations/{queued}/reply", {"text": "me too"}, headers={"HX-Request": "true"})
+
+    assert response.status_code == 409
+    assert "me too" not in [m["text"] for m in conversation_state(queries.conversation_for(queued))["messages"]]
+
+
+def test_only_staff_may_take_over(queued, client):
+    response = client.post(f"/staff/conversations/{queued}/take-over")
+
+    assert response.status_code == 302 and "/staff/login/" in response["Location"]
+    assert control(queued)["mode"] == "queued"
+
+
+@pytest.mark.parametrize(("seconds", "said"), [(3, "just now"), (42, "42 s"), (300, "5 min"), (3900, "1 h 5 min")])
+def test_how_long_someone_waited_reads_as_people_say_it(seconds, said):
+    assert waited(timedelta(seconds=seconds)) == said
