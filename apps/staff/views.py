@@ -188,11 +188,12 @@ def staff_name(user) -> str:
     return (user.get_full_name() or user.get_username())[:200]
 
 
-def _after_control(request: HttpRequest, conversation_id, *, error: WaypointError | None = None, done: str = "") -> HttpResponse:
+def _after_control(request: HttpRequest, conversation_id, *, error: WaypointError | None = None, done: str = "",
+                   sent: bool = False) -> HttpResponse:
     """The inspector after Take over, Send reply or Hand back: its live fragments for htmx, else the page again."""
     notice = {"error": error.message, "code": error.code} if error else {}
     if request.htmx:
-        return render(request, "staff/live.html", {"c": _inspection(conversation_id), "notice": notice, "from_post": True},
+        return render(request, "staff/live.html", {"c": _inspection(conversation_id), "notice": notice, "sent": sent},
                       status=error.status if error else 200)
     if error:
         messages.error(request, error.message)
@@ -223,7 +224,7 @@ def send_reply(request: HttpRequest, conversation_id) -> HttpResponse:
                               text=request.POST.get("text", ""), now=timezone.now())
     except WaypointError as exc:
         return _after_control(request, conversation_id, error=exc)
-    return _after_control(request, conversation_id)
+    return _after_control(request, conversation_id, sent=True)
 
 
 @staff_only
@@ -242,8 +243,8 @@ def hand_back(request: HttpRequest, conversation_id) -> HttpResponse:
 @require_GET
 def waiting(request: HttpRequest) -> HttpResponse:
     """The conversations waiting for a person, oldest request first; live by polling its fragment."""
-    template = "staff/waiting.html#queue" if request.GET.get("live") else "staff/waiting.html"
-    return render(request, template, {"items": queries.waiting_for_a_person(), "oob": bool(request.GET.get("live"))})
+    template = "staff/waiting_live.html" if request.GET.get("live") else "staff/waiting.html"
+    return render(request, template, {"items": queries.waiting_for_a_person()})
 
 
 @staff_only

@@ -54,8 +54,7 @@
 })();
 
 // Human handoff: the count of customers waiting for a person in the tab's title, a browser
-// notification when it goes up (once the staff member allowed them), and the reply box emptied
-// after a reply was sent.
+// notification when it goes up (once the staff member allowed them).
 (function () {
   "use strict";
   const base = document.title.replace(/^\(\d+\) /, "");
@@ -91,8 +90,4 @@
   });
   document.addEventListener("htmx:afterSettle", update);
   document.addEventListener("htmx:oobAfterSwap", update);
-  document.addEventListener("htmx:afterRequest", (event) => {
-    const form = event.detail.elt;
-    if (event.detail.successful && form && form.matches && form.matches("form[data-reset-on-success]")) form.reset();
-  });
 })();

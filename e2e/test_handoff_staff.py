@@ -1,0 +1,110 @@
+"""The staff side of a human handoff in Chromium: the queue, two people pressing Take over at once, replying, handing back."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+PASSWORD = "a long staff password"
+
+
+@pytest.fixture(scope="module")
+def staff(waypoint_server):
+    """Two staff logins: Dana and Sam."""
+    for username, name in (("dana", "Dana"), ("sam", "Sam")):
+        waypoint_server.database.manage("shell", "-c", "from django.contrib.auth import get_user_model; "
+                                        f"get_user_model().objects.create_user({username!r}, '{username}@example.com', "
+                                        f"{PASSWORD!r}, is_staff=True, first_name={name!r})")
+    return ("dana", "sam")
+
+
+def logged_in(browser, server, username):
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page.goto(server.url + "/staff/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Conversations")).to_be_visible()
+    return page
+
+
+def ask_for_a_person(browser, server, start_conversation, message="Where is my order?"):
+    """A customer whose conversation waits for a person; returns their page and the conversation id."""
+    customer = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    start_conversation(customer, server, message)
+    expect(customer.get_by_role("log")).to_contain_text("on its way", timeout=10_000)
+    customer.get_by_role("button", name="Talk to a person").click()
+    expect(customer.get_by_role("log")).to_contain_text("Waiting for a person…", timeout=10_000)
+    return customer, customer.url.split("/c/")[1].split("?")[0]
+
+
+def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
+    browser, waypoint_server, staff, start_conversation, accessibility, screenshots
+):
+    customer, cid = ask_for_a_person(browser, waypoint_server, start_conversation)
+    dana, sam = (logged_in(browser, waypoint_server, name) for name in staff)
+
+    dana.goto(waypoint_server.url + "/staff/waiting/")
+    expect(dana.locator(f"#waiting-{cid}")).to_be_visible()
+    expect(dana.locator("#waiting-count")).not_to_have_text("")
+    assert dana.title().startswith("(")
+    accessibility(dana)
+    screenshots(dana, "staff-queue")
+
+    for page in (dana, sam):
+        page.goto(f"{waypoint_server.url}/staff/conversations/{cid}/")
+        expect(page.get_by_role("button", name="Take over")).to_be_visible()
+    # Both press at once: each click only starts its page's POST (htmx sends it asynchronously), so the
+    # two requests are in flight together and the server's row lock decides between them.
+    for page in (dana, sam):
+        page.evaluate("() => document.querySelector('#control form button').click()")
+
+    holder = None
+    for page, name, other in ((dana, "Dana", "Sam"), (sam, "Sam", "Dana")):
+        reply = page.get_by_role("button", name="Send reply")
+        notice = page.locator("#control")
+        expect(reply.or_(notice.get_by_text(f"{other} already has this conversation"))).to_be_visible(timeout=10_000)
+        if reply.is_visible():
+            assert holder is None, "both hold the conversation"
+            holder = (page, name)
+    assert holder is not None, "nobody holds the conversation"
+    holding, name = holder
+    loser = sam if holding is dana else dana
+    expect(loser.locator("#control")).to_contain_text(f"{name} already has this conversation")
+    expect(loser.get_by_role("button", name="Take over")).to_have_count(0)
+    accessibility(loser)
+    screenshots(loser, "staff-conflict")
+
+    expect(customer.get_by_role("log")).to_contain_text(f"{name} joined", timeout=10_000)
+    customer.get_by_label("Message").fill("It was meant to arrive yesterday.")
+    customer.get_by_label("Message").press("Enter")
+    expect(holding.locator("#transcript")).to_contain_text("It was meant to arrive yesterday.", timeout=10_000)
+
+    holding.get_by_label(f"Reply to the customer as {name}").fill("I'm on it: a new parcel goes out today.")
+    holding.get_by_role("button", name="Send reply").click()
+    expect(customer.locator(".message.staff").last).to_contain_text("a new parcel goes out today", timeout=10_000)
+    expect(holding.get_by_label(f"Reply to the customer as {name}")).to_have_value("")
+    accessibility(holding)
+    screenshots(holding, "staff-holding")
+
+    holding.get_by_label("Note for the assistant (optional: it reads it with the conversation)").fill("Replacement shipped.")
+    holding.get_by_role("button", name="Hand back to the assistant").click()
+    expect(holding.locator("#control")).to_contain_text("The assistant", timeout=10_000)
+    expect(customer.get_by_role("log")).to_contain_text(f"{name} handed you back to the assistant", timeout=10_000)
+    expect(holding.locator("#timeline")).to_contain_text("handed back to the assistant, note: Replacement shipped.")
+    for page in (customer, dana, sam):
+        page.context.close()
+
+
+def test_the_queue_updates_live_and_the_title_counts(browser, waypoint_server, staff, start_conversation):
+    dana = logged_in(browser, waypoint_server, staff[0])
+    dana.goto(waypoint_server.url + "/staff/waiting/")
+    before = int(dana.locator("#waiting-count").get_attribute("data-count"))
+
+    customer, cid = ask_for_a_person(browser, waypoint_server, start_conversation, "Is my order late?")
+
+    expect(dana.locator(f"#waiting-{cid}")).to_be_visible(timeout=10_000)
+    expect(dana.locator("#waiting-count")).to_have_attribute("data-count", str(before + 1))
+    expect(dana).to_have_title(f"({before + 1}) Waiting for a person · Waypoint staff")
+    customer.context.close()
+    dana.context.close()
