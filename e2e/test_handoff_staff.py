@@ -76,9 +76,11 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
     screenshots(loser, "staff-conflict")
 
     expect(customer.get_by_role("log")).to_contain_text(f"{name} joined", timeout=10_000)
-    customer.get_by_label("Message").fill("It was meant to arrive yesterday.")
+    customer.get_by_label("Message").press_sequentially("It was meant to arrive yesterday.")
+    expect(holding.locator("#customer-typing")).to_contain_text("is typing…", timeout=10_000)  # live as they type
     customer.get_by_label("Message").press("Enter")
     expect(holding.locator("#transcript")).to_contain_text("It was meant to arrive yesterday.", timeout=10_000)
+    expect(holding.locator("#customer-typing")).to_have_text("", timeout=10_000)
 
     holding.get_by_label(f"Reply to the customer as {name}").fill("I'm on it: a new parcel goes out today.")
     holding.get_by_role("button", name="Send reply").click()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
@@ -9,8 +10,11 @@ from django.template.loader import render_to_string
 
 from apps.conversations import broadcast
 from apps.conversations.broadcast import group_name
+from apps.ledger.identities import persona_name
 from apps.staff import queries
 from apps.staff.actions import staff_identity
+
+TYPING_SHOWN_SECONDS = 5.0  # the customer's page says so every 2.5 s while they type
 
 
 class StaffConversationConsumer(AsyncWebsocketConsumer):
@@ -54,6 +58,19 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
 
     async def draft_changed(self, event: dict) -> None:
         """The panel shows committed entries only; a model round in progress is not one."""
+
+    async def customer_typing(self, event: dict) -> None:
+        """The customer is typing: shown under the transcript, and gone a few seconds after the last sign."""
+        name = persona_name(event.get("persona") or "") or "The customer"
+        await self.send(text_data=render_to_string("staff/conversation.html#typing", {"typing": f"{name} is typing…", "oob": True}))
+        if getattr(self, "typing_ends", None) is not None:
+            self.typing_ends.cancel()
+        self.typing_ends = asyncio.get_running_loop().call_later(
+            TYPING_SHOWN_SECONDS, lambda: asyncio.ensure_future(self._typing_over()))
+
+    async def _typing_over(self) -> None:
+        with contextlib.suppress(Exception):  # the socket may have closed meanwhile
+            await self.send(text_data=render_to_string("staff/conversation.html#typing", {"typing": "", "oob": True}))
 
     async def push(self) -> None:
         text, seq = await database_sync_to_async(self._render)()

@@ -29,6 +29,7 @@ REVOKED = 4401
 TRY_AGAIN_LATER = 4503
 
 log = logging.getLogger(__name__)
+TYPING_EVERY_SECONDS = 2.0
 
 DATABASE_ERRORS = (OperationalError, InterfaceError)
 _TOKEN_GONE = object()  # what _render answers for a token that no longer resolves
@@ -192,13 +193,29 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 await asyncio.wait_for(self.channel_layer.group_discard(group_name(self.conversation_id), self.channel_name), 2)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        # Clients only ever ask for a resync; everything else goes through HTTP. A resync checks
-        # the token again, so one that expired (or whose revocation push was lost) gets nothing.
+        # Clients ask for a resync, or say the customer is typing (for the person who holds the
+        # conversation); everything else goes through HTTP. A resync checks the token again, so one
+        # that expired (or whose revocation push was lost) gets nothing.
+        if text_data == "typing":
+            await self._typing()
+            return
         grant = await database_sync_to_async(tokens.resolve)(self.token)
         if grant is None or grant.token_id != self.token_id:
             await self._revoked()
             return
         await self.push(whole=True)
+
+    async def _typing(self) -> None:
+        """Tell the conversation's staff sockets that this customer is typing, at most every two seconds."""
+        now = time.monotonic()
+        if getattr(self, "revoked", False) or now - getattr(self, "typing_told", 0.0) < TYPING_EVERY_SECONDS:
+            return
+        self.typing_told = now
+        await self.channel_layer.group_send(group_name(self.conversation_id),
+                                            {"type": "customer.typing", "persona": self.persona})
+
+    async def customer_typing(self, event: dict) -> None:
+        """For the staff inspector only: customers' own pages show their typing already."""
 
     async def tokens_revoked(self, event: dict) -> None:
         if self.token_id in event.get("token_ids", ()):

@@ -253,6 +253,8 @@
   }
 
   // --- the conversation page: live updates --------------------------------------------------------
+  const TYPING_EVERY_MS = 2500;
+
   function conversationPage(main) {
     const body = document.getElementById("chat-body");
     const assistant = main.dataset.embedAssistant;
@@ -290,6 +292,16 @@
       if (box.value) autosize(box);
     }
     document.addEventListener("input", (event) => { if (event.target.id === "message") drafts.write(conversation, event.target.value); });
+    // While a person has the conversation (or one was asked for), they see that the customer is
+    // typing: the socket says so at most every few seconds; the words go only when sent.
+    let typingSaidAt = 0;
+    document.addEventListener("input", (event) => {
+      const status = document.getElementById("status");
+      if (event.target.id !== "message" || !socket || !status || status.dataset.control === "agent") return;
+      if (Date.now() - typingSaidAt < TYPING_EVERY_MS) return;
+      typingSaidAt = Date.now();
+      socket.send("typing");
+    });
 
     if (assistant) {
       store.write(assistant, { conversation_id: main.dataset.conversation, token: main.dataset.token, who: main.dataset.who || "" });
