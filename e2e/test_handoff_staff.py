@@ -98,8 +98,20 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
         page.context.close()
 
 
-def test_the_queue_updates_live_and_the_title_counts(browser, waypoint_server, staff, start_conversation):
+# What the page asked the browser to show: Chromium without a desktop has no notification centre to look in.
+RECORD_NOTIFICATIONS = """
+window.__notified = [];
+window.Notification = class extends EventTarget {
+  static permission = "granted";
+  static requestPermission() { return Promise.resolve("granted"); }
+  constructor(title, options) { super(); window.__notified.push({ title, body: options && options.body }); }
+};
+"""
+
+
+def test_the_queue_updates_live_the_title_counts_and_a_notification_says_so(browser, waypoint_server, staff, start_conversation):
     dana = logged_in(browser, waypoint_server, staff[0])
+    dana.add_init_script(RECORD_NOTIFICATIONS)
     dana.goto(waypoint_server.url + "/staff/waiting/")
     before = int(dana.locator("#waiting-count").get_attribute("data-count"))
 
@@ -108,5 +120,7 @@ def test_the_queue_updates_live_and_the_title_counts(browser, waypoint_server, s
     expect(dana.locator(f"#waiting-{cid}")).to_be_visible(timeout=10_000)
     expect(dana.locator("#waiting-count")).to_have_attribute("data-count", str(before + 1))
     expect(dana).to_have_title(f"({before + 1}) Waiting for a person · Waypoint staff")
+    assert dana.evaluate("() => window.__notified") == [
+        {"title": "A customer is waiting for a person", "body": f"{before + 1} waiting in Waypoint"}]
     customer.context.close()
     dana.context.close()
