@@ -338,3 +338,23 @@ class TestHandoff:
         again = events_of(thread.send())
         staff = [m for m in again[1]["messages"] if m.get("name") == "Dana"]
         assert again[1]["type"] == "MESSAGES_SNAPSHOT" and staff and staff[0]["content"] == "Dana here."
+
+    def test_resuming_an_interrupt_withdrawn_by_a_handoff_is_run_not_waiting(self, api):
+        from django.utils import timezone
+
+        from apps.agent import handoff
+
+        assistant = api.create_assistant(handoff={"enabled": True})
+        thread = Thread(api, assistant)
+        [interrupt] = events_of(thread.send("refund please"))[-1]["outcome"]["interrupts"]
+        from apps.runs.models import WorkflowLog
+
+        cid = str(WorkflowLog.objects.get(run_id=interrupt["id"].split(":")[0]).conversation_id)
+        handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", now=timezone.now())
+
+        payload = {"decision": "approve", "reviewed": {"tool": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}}}
+        late = thread.send(resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}])
+
+        # Refused before a stream starts, as any request its run no longer waits for (docs/ag-ui.md).
+        assert late.status_code == 409 and late.json()["error"]["code"] == "run_not_waiting"
+        assert api.state(cid)["answered_client_actions"][0]["status"] == "withdrawn"
