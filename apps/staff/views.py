@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 import time
-from functools import wraps
+from functools import partial, wraps
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -202,41 +202,36 @@ def _after_control(request: HttpRequest, conversation_id, *, error: WaypointErro
     return redirect("staff:conversation", conversation_id)
 
 
+def _change_control(request: HttpRequest, conversation_id, change, **after) -> HttpResponse:
+    """Make one change of control as the staff member of the request (`change(staff=…)`), then show the inspector."""
+    _inspection(conversation_id)
+    try:
+        change(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user), now=timezone.now())
+    except WaypointError as exc:
+        return _after_control(request, conversation_id, error=exc)
+    return _after_control(request, conversation_id, **after)
+
+
 @staff_only
 @require_POST
 def take_over(request: HttpRequest, conversation_id) -> HttpResponse:
     """Take over: this staff member answers the customer (PRODUCT.md "Human handoff"); one taker wins."""
-    _inspection(conversation_id)
-    try:
-        handoff.take_control(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user),
-                             name=staff_name(request.user), now=timezone.now())
-    except WaypointError as exc:
-        return _after_control(request, conversation_id, error=exc)
-    return _after_control(request, conversation_id, done="You have this conversation: the assistant stays silent until you hand it back.")
+    return _change_control(request, conversation_id, partial(handoff.take_control, name=staff_name(request.user)),
+                           done="You have this conversation: the assistant stays silent until you hand it back.")
 
 
 @staff_only
 @require_POST
 def send_reply(request: HttpRequest, conversation_id) -> HttpResponse:
-    _inspection(conversation_id)
-    try:
-        handoff.staff_message(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user),
-                              text=request.POST.get("text", ""), now=timezone.now())
-    except WaypointError as exc:
-        return _after_control(request, conversation_id, error=exc)
-    return _after_control(request, conversation_id, sent=True)
+    return _change_control(request, conversation_id, partial(handoff.staff_message, text=request.POST.get("text", "")),
+                           sent=True)
 
 
 @staff_only
 @require_POST
 def hand_back(request: HttpRequest, conversation_id) -> HttpResponse:
-    _inspection(conversation_id)
-    try:
-        handoff.return_control(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user),
-                               note=request.POST.get("note") or None, now=timezone.now())
-    except WaypointError as exc:
-        return _after_control(request, conversation_id, error=exc)
-    return _after_control(request, conversation_id, done="Handed back to the assistant.")
+    return _change_control(request, conversation_id, partial(handoff.return_control, note=request.POST.get("note") or None),
+                           done="Handed back to the assistant.")
 
 
 @staff_only
