@@ -66,7 +66,8 @@ class TestOneNameEverywhere:
         state = {"pending_client_actions": [], "answered_client_actions": [], "receipts": [], "messages": [],
                  "run_status": "running", "conversation_status": "active", "run_id": "run_1",
                  "progress": [{"text": "Using issue_refund", "at": "", "seq": 3}],
-                 "tool_summary": [{"tool": "issue_refund", "kind": "server", "state": "ambiguous"}]}
+                 "tool_summary": [{"tool": "issue_refund", "kind": "server", "state": "ambiguous"}],
+                 "control": {"mode": "agent", "staff": None, "requested_at": None, "since": "", "reason": None}}
 
         card = presenters.page_state({**state, "pending_client_actions": [dict(self.CALL)]}, self.CONFIG)
         receipt = presenters.page_state({**state, "receipts": [
