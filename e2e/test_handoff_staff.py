@@ -46,6 +46,7 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
 
     dana.goto(waypoint_server.url + "/staff/waiting/")
     expect(dana.locator(f"#waiting-{cid}")).to_be_visible()
+    expect(dana.locator(f"#waiting-{cid}")).to_contain_text("The customer")
     expect(dana.locator("#waiting-count")).not_to_have_text("")
     assert dana.title().startswith("(")
     accessibility(dana)
@@ -71,6 +72,9 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
     holding, name = holder
     loser = sam if holding is dana else dana
     expect(loser.locator("#control")).to_contain_text(f"{name} already has this conversation")
+    # The loser's own press is answered too (a 409 the page shows), not only the push that followed it.
+    expect(loser.locator("#control-notice").get_by_role("alert")).to_have_text(
+        f"You did not take over: {name} already has this conversation.")
     expect(loser.get_by_role("button", name="Take over")).to_have_count(0)
     accessibility(loser)
     screenshots(loser, "staff-conflict")

@@ -24,6 +24,15 @@
   function startPolling() { if (!timer) { timer = setInterval(poll, POLL_MS); poll(); } }
   function stopPolling() { if (timer) { clearInterval(timer); timer = null; } }
 
+  // A 409 (someone else took the conversation first) answers with the inspector's fragments and a
+  // notice that says who has it: htmx drops 4xx bodies by default, and the page would stay silent.
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    if (event.detail.xhr && event.detail.xhr.status === 409) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
   document.addEventListener("htmx:wsOpen", () => { const r = live(); if (r) r.dataset.wsOpen = "1"; stopPolling(); });
   document.addEventListener("htmx:wsClose", () => { const r = live(); if (r) delete r.dataset.wsOpen; startPolling(); });
   document.addEventListener("htmx:wsError", startPolling);
