@@ -83,8 +83,19 @@
     known = now;
   }
 
+  // Pages without a live fragment of their own (the list, assistants, keys…) ask for the count alone.
+  const COUNT_MS = 10000;
+  async function pollCount() {
+    if (document.querySelector("[data-live-url]")) return;  // the queue and the inspector bring it with their pushes
+    try {
+      const response = await fetch(document.body.dataset.waitingUrl, { cache: "no-store", credentials: "same-origin" });
+      if (response.status === 200) htmx.swap(document.body, await response.text(), { swapStyle: "none" });
+    } catch (e) { /* offline for a moment: the next poll retries */ }
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     update();
+    if (document.body.dataset.waitingUrl) setInterval(pollCount, COUNT_MS);
     const button = document.getElementById("notify-button");
     const state = document.getElementById("notify-state");
     if (button && "Notification" in window) {

@@ -60,6 +60,14 @@ def test_the_queue_lists_who_waits_oldest_first_and_the_navigation_counts_them(d
     assert "<title>(2) " in other_page
 
 
+def test_the_count_alone_for_pages_without_a_live_fragment(dana, queued):
+    count = dana.get("/staff/waiting/?count=1").content.decode()
+    page = dana.get("/staff/assistants/").content.decode()
+
+    assert count.strip().startswith('<span id="waiting-count" class="count" data-count="1" hx-swap-oob="true">')
+    assert 'data-waiting-url="/staff/waiting/?count=1"' in page
+
+
 def test_take_over_send_reply_and_hand_back(dana, queued):
     taken = dana.post(f"/staff/conversations/{queued}/take-over")
     holding = dana.get(f"/staff/conversations/{queued}/").content.decode()
