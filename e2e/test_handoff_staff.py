@@ -46,6 +46,7 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
 
     dana.goto(waypoint_server.url + "/staff/waiting/")
     expect(dana.locator(f"#waiting-{cid}")).to_be_visible()
+    expect(dana.locator(f"#waiting-{cid}")).to_contain_text("The customer")
     expect(dana.locator("#waiting-count")).not_to_have_text("")
     assert dana.title().startswith("(")
     accessibility(dana)
@@ -71,6 +72,9 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
     holding, name = holder
     loser = sam if holding is dana else dana
     expect(loser.locator("#control")).to_contain_text(f"{name} already has this conversation")
+    # The loser's own press is answered too (a 409 the page shows), not only the push that followed it.
+    expect(loser.locator("#control-notice").get_by_role("alert")).to_have_text(
+        f"You did not take over: {name} already has this conversation.")
     expect(loser.get_by_role("button", name="Take over")).to_have_count(0)
     accessibility(loser)
     screenshots(loser, "staff-conflict")
@@ -114,6 +118,9 @@ def test_the_queue_updates_live_the_title_counts_and_a_notification_says_so(brow
     dana.add_init_script(RECORD_NOTIFICATIONS)
     dana.goto(waypoint_server.url + "/staff/waiting/")
     before = int(dana.locator("#waiting-count").get_attribute("data-count"))
+    elsewhere = dana.context.new_page()  # a page with no live fragment of its own: it polls the count alone
+    elsewhere.add_init_script(RECORD_NOTIFICATIONS)
+    elsewhere.goto(waypoint_server.url + "/staff/assistants/")
 
     customer, cid = ask_for_a_person(browser, waypoint_server, start_conversation, "Is my order late?")
 
@@ -121,6 +128,10 @@ def test_the_queue_updates_live_the_title_counts_and_a_notification_says_so(brow
     expect(dana.locator("#waiting-count")).to_have_attribute("data-count", str(before + 1))
     expect(dana).to_have_title(f"({before + 1}) Waiting for a person · Waypoint staff")
     assert dana.evaluate("() => window.__notified") == [
+        {"title": "A customer is waiting for a person", "body": f"{before + 1} waiting in Waypoint"}]
+    expect(elsewhere.locator("#waiting-count")).to_have_attribute("data-count", str(before + 1), timeout=15_000)
+    expect(elsewhere).to_have_title(f"({before + 1}) Assistants · Waypoint staff")
+    assert elsewhere.evaluate("() => window.__notified") == [
         {"title": "A customer is waiting for a person", "body": f"{before + 1} waiting in Waypoint"}]
     customer.context.close()
     dana.context.close()

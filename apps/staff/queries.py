@@ -7,6 +7,7 @@ The inspector's verification reuses the ledger's own code: `replay.stored_entrie
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import uuid
@@ -25,6 +26,7 @@ from apps.agent.models import Assistant
 from apps.conversations import queries as conversation_queries
 from apps.conversations.models import ChatMessage, Conversation, ConversationToken
 from apps.ledger import chain, replay
+from apps.ledger.models import Event
 from apps.ledger.store import iso
 from apps.ledger.types import (
     ActionFinished,
@@ -438,7 +440,8 @@ def _summary(kind: str, payload: Any) -> str:
             withdrawn = f"; withdrew {', '.join(call_ids)}" if call_ids else ""
             return f"run stopped: {reason}{withdrawn}"
         case CustomerMessage(text=text, edge=edge):
-            return f"“{str(text)[:80]}” via {edge}, no run (a person has control)"
+            # Stored while a person holds the conversation or one was asked for: either way no run answers it.
+            return f"“{str(text)[:80]}” via {edge}, no run: the assistant is silent"
         case StaffMessage(text=text, name=name, staff=staff):
             return f"{name or staff}: “{str(text)[:80]}”"
     return ""
@@ -554,13 +557,28 @@ def waiting_for_a_person(*, now=None, limit: int = 200) -> list[dict[str, Any]]:
     now = now or datetime.now(UTC)
     queued = list(Conversation.objects.filter(control_mode="queued").select_related("assistant")
                   .order_by("control_requested_at", "id")[:limit])
+    ids = [c.id for c in queued]
     last = {}
-    for cid, text in (ChatMessage.objects.filter(conversation_id__in=[c.id for c in queued], role="user")
+    for cid, text in (ChatMessage.objects.filter(conversation_id__in=ids, role="user")
                       .order_by("seq").values_list("conversation_id", "text")):
         last[cid] = text
+    # Who asked comes from the request's own entry (the projection keeps only its time and reason);
+    # the newest request of each conversation is the one it waits on.
+    asked = {}
+    for cid, payload in (Event.objects.filter(conversation_id__in=ids, kind="handoff_requested")
+                         .order_by("seq").values_list("conversation_id", "payload")):
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            request = json.loads(payload)
+            asked[cid] = {"source": ASKED_BY.get(request.get("source"), str(request.get("source", ""))),
+                          "by": str(request.get("requested_by") or "")}
     return [{"conversation": c, "assistant": c.assistant, "requested_at": c.control_requested_at, "reason": c.control_reason,
-             "waited": waited(now - c.control_requested_at) if c.control_requested_at else "", "last_message": last.get(c.id, "")}
+             "waited": waited(now - c.control_requested_at) if c.control_requested_at else "", "last_message": last.get(c.id, ""),
+             "asked": asked.get(c.id)}
             for c in queued]
+
+
+# HandoffRequested.source in words: who pressed or called for a person.
+ASKED_BY = {"customer": "The customer", "application": "The application", "model": "The assistant"}
 
 
 def waiting_count() -> int:

@@ -188,27 +188,32 @@ def staff_name(user) -> str:
     return (user.get_full_name() or user.get_username())[:200]
 
 
-def _after_control(request: HttpRequest, conversation_id, *, error: WaypointError | None = None, done: str = "",
-                   sent: bool = False) -> HttpResponse:
-    """The inspector after Take over, Send reply or Hand back: its live fragments for htmx, else the page again."""
-    notice = {"error": error.message, "code": error.code} if error else {}
+def _after_control(request: HttpRequest, conversation_id, *, error: WaypointError | None = None, refused: str = "",
+                   done: str = "", sent: bool = False) -> HttpResponse:
+    """
+    The inspector after Take over, Send reply or Hand back: its live fragments for htmx, else the page again.
+
+    A refusal (someone else took it first) is said in words, what did not happen then why: as the
+    answer's #control-notice (swapped although it is a 409, see staff.js), or as the page's message.
+    """
+    notice = {"error": f"{refused} {error.message}".strip(), "code": error.code} if error else {}
     if request.htmx:
-        return render(request, "staff/live.html", {"c": _inspection(conversation_id), "notice": notice, "sent": sent},
-                      status=error.status if error else 200)
+        return render(request, "staff/live.html", {"c": _inspection(conversation_id), "notice": notice, "sent": sent,
+                                                   "answered": True}, status=error.status if error else 200)
     if error:
-        messages.error(request, error.message)
+        messages.error(request, notice["error"])
     elif done:
         messages.success(request, done)
     return redirect("staff:conversation", conversation_id)
 
 
-def _change_control(request: HttpRequest, conversation_id, change, **after) -> HttpResponse:
+def _change_control(request: HttpRequest, conversation_id, change, *, refused: str, **after) -> HttpResponse:
     """Make one change of control as the staff member of the request (`change(staff=…)`), then show the inspector."""
     _inspection(conversation_id)
     try:
         change(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user), now=timezone.now())
     except WaypointError as exc:
-        return _after_control(request, conversation_id, error=exc)
+        return _after_control(request, conversation_id, error=exc, refused=refused)
     return _after_control(request, conversation_id, **after)
 
 
@@ -217,27 +222,34 @@ def _change_control(request: HttpRequest, conversation_id, change, **after) -> H
 def take_over(request: HttpRequest, conversation_id) -> HttpResponse:
     """Take over: this staff member answers the customer (PRODUCT.md "Human handoff"); one taker wins."""
     return _change_control(request, conversation_id, partial(handoff.take_control, name=staff_name(request.user)),
-                           done="You have this conversation: the assistant stays silent until you hand it back.")
+                           refused="You did not take over:", done="You have this conversation: the assistant stays silent until you hand it back.")
 
 
 @staff_only
 @require_POST
 def send_reply(request: HttpRequest, conversation_id) -> HttpResponse:
     return _change_control(request, conversation_id, partial(handoff.staff_message, text=request.POST.get("text", "")),
-                           sent=True)
+                           refused="Your reply was not sent:", sent=True)
 
 
 @staff_only
 @require_POST
 def hand_back(request: HttpRequest, conversation_id) -> HttpResponse:
     return _change_control(request, conversation_id, partial(handoff.return_control, note=request.POST.get("note") or None),
-                           done="Handed back to the assistant.")
+                           refused="Not handed back:", done="Handed back to the assistant.")
 
 
 @staff_only
 @require_GET
 def waiting(request: HttpRequest) -> HttpResponse:
-    """The conversations waiting for a person, oldest request first; live by polling its fragment."""
+    """
+    The conversations waiting for a person, oldest request first; live by polling its fragment.
+
+    `?count=1` is only the navigation's count: every other staff page polls it, so the tab's title
+    and the notification tell of a new request wherever the staff member is.
+    """
+    if request.GET.get("count"):
+        return render(request, "staff/base.html#waiting-count", {"count": queries.waiting_count(), "oob": True})
     template = "staff/waiting_live.html" if request.GET.get("live") else "staff/waiting.html"
     return render(request, template, {"items": queries.waiting_for_a_person()})
 

@@ -24,6 +24,15 @@
   function startPolling() { if (!timer) { timer = setInterval(poll, POLL_MS); poll(); } }
   function stopPolling() { if (timer) { clearInterval(timer); timer = null; } }
 
+  // A 409 (someone else took the conversation first) answers with the inspector's fragments and a
+  // notice that says who has it: htmx drops 4xx bodies by default, and the page would stay silent.
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    if (event.detail.xhr && event.detail.xhr.status === 409) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
   document.addEventListener("htmx:wsOpen", () => { const r = live(); if (r) r.dataset.wsOpen = "1"; stopPolling(); });
   document.addEventListener("htmx:wsClose", () => { const r = live(); if (r) delete r.dataset.wsOpen; startPolling(); });
   document.addEventListener("htmx:wsError", startPolling);
@@ -74,8 +83,19 @@
     known = now;
   }
 
+  // Pages without a live fragment of their own (the list, assistants, keys…) ask for the count alone.
+  const COUNT_MS = 10000;
+  async function pollCount() {
+    if (document.querySelector("[data-live-url]")) return;  // the queue and the inspector bring it with their pushes
+    try {
+      const response = await fetch(document.body.dataset.waitingUrl, { cache: "no-store", credentials: "same-origin" });
+      if (response.status === 200) htmx.swap(document.body, await response.text(), { swapStyle: "none" });
+    } catch (e) { /* offline for a moment: the next poll retries */ }
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     update();
+    if (document.body.dataset.waitingUrl) setInterval(pollCount, COUNT_MS);
     const button = document.getElementById("notify-button");
     const state = document.getElementById("notify-state");
     if (button && "Notification" in window) {
