@@ -36,7 +36,6 @@ from apps.ledger.types import (
 )
 from apps.runs.models import WorkflowLog
 
-SOURCES = ("customer", "application", "model")
 WITHDRAWN = "handed to a person"
 MAX_REASON = 500
 MAX_NAME = 200

@@ -255,9 +255,6 @@ class HandedOff(Exception):
     """Control left the agent (PRODUCT.md "Human handoff"): the run takes no further step."""
 
 
-HANDOFF_REASON = "handed to a person"
-
-
 def _check_control(conversation_id: str, *, lock: bool = False) -> None:
     """
     :raises HandedOff: a person has the conversation, or one was asked for
@@ -293,7 +290,7 @@ def _hand_off(conversation_id: str, run: WorkflowLog, held: lease.Held) -> bool:
         stop = TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool,
                              idempotency_key=call.idempotency_key or f"{run.turn_id}:{call.call_id}")
     else:
-        stop = TurnHandedOff(run_id=run.run_id, reason=HANDOFF_REASON)
+        stop = TurnHandedOff(run_id=run.run_id, reason=handoff.WITHDRAWN)
     _append(conversation_id, run.turn_id, [stop], held, _Journal(), release=True)
     return True
 
@@ -756,7 +753,7 @@ def _handoff_by_model(cid: str, run: WorkflowLog, call: turns.CallState, attempt
         started,
         ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output={"handed_to": "a person"}),
         HandoffRequested(source="model", requested_by="agent", reason=reason, run_id=run.run_id),
-        TurnHandedOff(run_id=run.run_id, reason=HANDOFF_REASON),
+        TurnHandedOff(run_id=run.run_id, reason=handoff.WITHDRAWN),
     ]
 
 
