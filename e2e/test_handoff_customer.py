@@ -2,23 +2,42 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from playwright.sync_api import expect
 
 
+def api_of(server):
+    """The embedding application's backend acting for the staff (`POST …/control`, `…/staff-messages`) on `server`."""
+    key = server.database.manage("create_api_key", "handoff-e2e").strip().splitlines()[-1]
+    http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=10)
+
+    def call(cid: str, what: str, body: dict) -> dict:
+        response = http.post(f"/v1/agent/conversations/{cid}/{what}", json=body)
+        assert response.status_code in (200, 201), response.text
+        return response.json()
+
+    return http, call
+
+
 @pytest.fixture(scope="module")
 def staff_api(waypoint_server):
-    """The embedding application's backend acting for the staff (`POST …/control`, `…/staff-messages`)."""
-    key = waypoint_server.database.manage("create_api_key", "handoff-e2e").strip().splitlines()[-1]
-    with httpx.Client(base_url=waypoint_server.url, headers={"Authorization": f"Bearer {key}"}, timeout=10) as http:
-
-        def call(cid: str, what: str, body: dict) -> dict:
-            response = http.post(f"/v1/agent/conversations/{cid}/{what}", json=body)
-            assert response.status_code in (200, 201), response.text
-            return response.json()
-
+    http, call = api_of(waypoint_server)
+    with http:
         yield call
+
+
+NO_PERSON = {"name": "No person here", "model": {"provider": "scripted", "rules": [], "fallback": [{"say": "You said: {message}"}]}}
+
+
+@pytest.fixture(scope="module")
+def no_person(waypoint_server) -> str:
+    """An assistant without `handoff`: its customers are never offered a person."""
+    code = ("import json; from apps.agent.actions import create_assistant; "
+            f"print(create_assistant(config=json.loads({json.dumps(json.dumps(NO_PERSON))})).id)")
+    return waypoint_server.database.manage("shell", "-c", code).strip().splitlines()[-1]
 
 
 def conversation_id(page) -> str:
@@ -82,7 +101,17 @@ def test_the_demo_assistant_hands_over_when_asked_in_words(browser, waypoint_ser
     page.context.close()
 
 
-def test_the_widget_offers_a_person_too(browser, demo_shop):
+def test_an_assistant_without_handoff_offers_no_person(browser, waypoint_server, start_conversation, no_person):
+    page = browser.new_context().new_page()
+    start_conversation(page, waypoint_server, "hello", assistant="No person here")
+
+    expect(page.get_by_role("log")).to_contain_text("You said: hello", timeout=10_000)
+    expect(page.get_by_label("Message")).to_be_enabled()
+    expect(page.get_by_role("button", name="Talk to a person")).to_have_count(0)
+    page.context.close()
+
+
+def test_the_widget_offers_a_person_too(browser, demo_shop, widget_server, accessibility):
     page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
     page.goto(demo_shop + "/")
     expect(page.locator("html")).to_have_attribute("data-waypoint-ready", "1", timeout=15_000)
@@ -95,4 +124,14 @@ def test_the_widget_offers_a_person_too(browser, demo_shop):
     chat.get_by_role("button", name="Talk to a person").click()
 
     expect(chat.get_by_role("log")).to_contain_text("Waiting for a person…", timeout=10_000)
+    accessibility(page)
+    frame = next(f for f in page.frames if "/c/" in f.url)
+    http, call = api_of(widget_server)
+    with http:
+        call(conversation_id(frame), "control", {"action": "take", "staff": "staff:dana", "name": "Dana"})
+        call(conversation_id(frame), "staff-messages", {"staff": "staff:dana", "text": "Dana here, looking now."})
+    # Both arrive in the open widget by its push: the joined line and the reply under Dana's name.
+    expect(chat.get_by_role("log")).to_contain_text("Dana joined", timeout=10_000)
+    expect(chat.locator(".message.staff").last).to_contain_text("Dana here, looking now.")
+    expect(chat.locator("#status")).to_have_text("You're chatting with Dana")
     page.context.close()

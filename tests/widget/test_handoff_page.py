@@ -79,3 +79,15 @@ def test_a_bad_token_gets_the_page_for_people(client, started, person_assistant)
 
     assert response.status_code in (401, 403, 404) and "Traceback" not in response.content.decode()
     assert conversation_state(queries.conversation_for(conversation["conversation_id"]))["control"]["mode"] == "agent"
+
+
+def test_a_completed_conversation_offers_no_person_and_refuses_one_in_words(client, started, page, person_assistant):
+    conversation = started("bye", assistant=person_assistant)  # the assistant completes the conversation on "bye"
+
+    html = page(conversation).content.decode()
+    response = talk(client, conversation, htmx=True)
+
+    assert "This conversation is complete" in html and TALK not in html
+    assert response.status_code == 409
+    assert "This conversation is complete" in response.content.decode()
+    assert conversation_state(queries.conversation_for(conversation["conversation_id"]))["control"]["mode"] == "agent"
