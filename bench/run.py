@@ -369,7 +369,8 @@ def section_turns(report: Report, database: ServerDatabase, *, quick: bool, prof
     r1 = report.latency_row("turns", f"raw limit: psycopg, {commits} commits/turn, 1 connection", raw1["latencies"], wall=raw1["wall"])
     r8 = report.latency_row("turns", f"raw limit: psycopg, {commits} commits/turn, {CONCURRENCY} connections", raw8["latencies"], wall=raw8["wall"])
     w1 = report.latency_row("turns", "Waypoint turn (3 echo rounds + reply), sequential", seq["latencies"], wall=seq["wall"],
-                            note=f"{counted.queries} statements/turn")
+                            note=f"{counted.queries} statements in {counted.round_trips} round trips/turn, "
+                                 f"Python CPU {seq['cpu'] / turns * 1000:.1f} ms/turn")
     w8 = report.latency_row("turns", f"Waypoint turn, {CONCURRENCY} concurrent conversations", conc["latencies"], wall=conc["wall"])
     report.figures.update(raw1=r1.rate, raw8=r8.rate, waypoint1=w1.rate, waypoint8=w8.rate)
     w1.note += f"; {w1.rate / r1.rate:.0%} of the raw limit"
@@ -493,8 +494,10 @@ def section_peers(report: Report, database: ServerDatabase, *, quick: bool) -> N
         c = report.latency_row("peers", f"{label}, {CONCURRENCY} concurrent", result["concurrent"]["latencies"],
                                wall=result["concurrent"]["wall"])
         report.figures[f"{peer}1"], report.figures[f"{peer}8"] = s.rate, c.rate
+        turns_run = len(result["sequential"]["latencies"]) or 1
+        s.note = f"Python CPU {result['sequential'].get('cpu', 0) / turns_run * 1000:.1f} ms/turn"
         if waypoint:
-            s.note = f"Waypoint/{name} = {waypoint / s.rate:.1f}×"
+            s.note = f"Waypoint/{name} = {waypoint / s.rate:.1f}×; " + s.note
             c.note = f"Waypoint/{name} = {waypoint8 / c.rate:.1f}×"
             report.targets.append(Target(
                 TARGET_PEER.format(name=name),

@@ -41,8 +41,9 @@ from apps.agent.config import BUILTIN_TOOLS, handoff_settings, offers_handoff_to
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.agent.statements import assistant_config
 from apps.conversations import broadcast, faults, lease
+from apps.conversations import statements as conversation_statements
 from apps.conversations.actions import locked, new_id
-from apps.conversations.models import Conversation, Lease
+from apps.conversations.models import Lease
 from apps.ledger import store
 from apps.ledger.store import LeaseLost
 from apps.ledger.types import (
@@ -262,10 +263,8 @@ def _check_control(conversation_id: str, *, lock: bool = False) -> None:
     `lock`: read it under the conversation's row lock, which a change of control takes too, so
     that no change can commit between this read and the caller's append.
     """
-    rows = Conversation.objects.filter(id=conversation_id)
-    if lock:
-        rows = rows.select_for_update(no_key=True)
-    if rows.values_list("control_mode", flat=True).first() not in (None, "agent"):
+    found = conversation_statements.control_mode(locked=lock).rows(conversation_id)
+    if found and found[0][0] != "agent":
         raise HandedOff()
 
 

@@ -5,7 +5,11 @@ and poll of a customer resolves its token, and a lease is taken and given back a
 
 from __future__ import annotations
 
-from apps.conversations.models import ConversationToken, Lease
+from functools import cache
+
+from django.db import connection
+
+from apps.conversations.models import Conversation, ConversationToken, Lease
 from apps.ledger.sql import Statement
 
 RESOLVE_TOKEN = Statement(
@@ -59,3 +63,16 @@ RELEASE_LEASE = Statement(
     tables={"leases": Lease},
     params=("leases.conversation", "leases.holder", "leases.version"),
 )
+
+
+# Asked before every model round and tool of a run (PRODUCT.md "Human handoff"): who has control.
+@cache
+def control_mode(*, locked: bool) -> Statement:
+    """`locked`: under the row lock a change of control takes too (FOR NO KEY UPDATE where there is one)."""
+    lock = "FOR NO KEY UPDATE" if locked and connection.features.has_select_for_no_key_update else ""
+    return Statement(
+        f"SELECT {{conversations.control_mode}} FROM {{conversations}} WHERE {{conversations.id}} = %s {lock}",
+        tables={"conversations": Conversation},
+        params=("conversations.id",),
+        returns=("conversations.control_mode",),
+    )

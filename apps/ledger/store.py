@@ -419,19 +419,35 @@ def _apply(conversation_id: str, change: Change) -> None:
     writes.run()
 
 
+def _read_statement(by_turn: bool) -> sql.Statement:
+    return sql.Statement(
+        f"""
+        SELECT {{events.seq}}, {{events.kind}}, {{events.turn_id}}, {{events.actor}}, {{events.created_at}}, {{events.payload}}
+        FROM {{events}}
+        WHERE {{events.conversation}} = %s AND {{events.seq}} > %s {"AND {events.turn_id} = %s" if by_turn else ""}
+        ORDER BY {{events.seq}}
+        """,
+        tables={"events": Event},
+        params=("events.conversation", "events.seq", *(("events.turn_id",) if by_turn else ())),
+        # The payload is the stored text, parsed here so that an unreadable one can be named.
+        returns=("events.seq", "events.kind", "events.turn_id", "events.actor", "events.created_at", ""),
+    )
+
+
+# Every run reads its turn, and the entries since its summary of the earlier turns, at each start.
+_READ = {False: _read_statement(False), True: _read_statement(True)}
+
+
 def read(conversation_id: str, *, after_seq: int = 0, turn_id: str | None = None) -> list[Recorded]:
     """
     Return a conversation's entries after `after_seq`, in order.
 
     :raises ValueError: an entry's payload is unreadable (see `conversation repair`)
     """
-    query = Event.objects.filter(conversation_id=conversation_id, seq__gt=after_seq)
-    if turn_id is not None:
-        query = query.filter(turn_id=turn_id)
+    by_turn = turn_id is not None
+    found = _READ[by_turn].rows(conversation_id, after_seq, *((turn_id,) if by_turn else ()))
     out = []
-    for seq, kind, tid, actor, created_at, payload in query.order_by("seq").values_list(
-        "seq", "kind", "turn_id", "actor", "created_at", "payload"
-    ):
+    for seq, kind, tid, actor, created_at, payload in found:
         try:
             body = json.loads(payload)
         except ValueError as exc:
