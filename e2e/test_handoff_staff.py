@@ -102,6 +102,32 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
         page.context.close()
 
 
+def test_the_loser_is_told_even_when_the_winners_push_replaced_its_form_before_the_answer(
+    browser, waypoint_server, staff, start_conversation
+):
+    """On a loaded server the push of the winner's take-over can re-render #control before the loser's 409 arrives."""
+    customer, cid = ask_for_a_person(browser, waypoint_server, start_conversation)
+    dana, sam = (logged_in(browser, waypoint_server, name) for name in staff)
+    for page in (dana, sam):
+        page.goto(f"{waypoint_server.url}/staff/conversations/{cid}/")
+        expect(page.get_by_role("button", name="Take over")).to_be_visible()
+    held = []
+    sam.route(f"**/staff/conversations/{cid}/take-over", lambda route: held.append(route))  # Sam's press waits here
+    sam.get_by_role("button", name="Take over").click()
+    while not held:
+        sam.wait_for_timeout(50)
+    dana.get_by_role("button", name="Take over").click()
+    expect(dana.get_by_role("button", name="Send reply")).to_be_visible()
+    # The push has replaced Sam's form (the one whose post is still in flight) before the answer comes.
+    expect(sam.locator("#control")).to_contain_text("Dana already has this conversation", timeout=10_000)
+    expect(sam.get_by_role("button", name="Take over")).to_have_count(0)
+    held[0].continue_()
+    expect(sam.locator("#control-notice").get_by_role("alert")).to_have_text(
+        "You did not take over: Dana already has this conversation.")
+    for page in (customer, dana, sam):
+        page.context.close()
+
+
 # What the page asked the browser to show: Chromium without a desktop has no notification centre to look in.
 RECORD_NOTIFICATIONS = """
 window.__notified = [];

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
+import itertools
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -45,54 +49,99 @@ class ServerDatabase:
         self.label = f"wp_{label}_{uuid.uuid4().hex[:8]}"
         self.tmp = tempfile.TemporaryDirectory(prefix="waypoint-")
         self.cluster = cluster or base_database_url()
+        template = _migrated(self.cluster, settings)
         if is_postgres():
             base = self.cluster.rsplit("/", 1)[0]
             self.url = f"{base}/{self.label}"
-            self._admin(f'CREATE DATABASE "{self.label}"')
+            self._admin(f'CREATE DATABASE "{self.label}" TEMPLATE "{template}"')
         else:
             self.url = f"sqlite:///{self.tmp.name}/db.sqlite3"
-        self.env = {
-            "DATABASE_URL": self.url,
-            "WAYPOINT_DATA_DIR": self.tmp.name,
-            "DJANGO_SECRET_KEY": "test-" + uuid.uuid4().hex,
-            "WAYPOINT_SIGNING_KEY": "",
-            "DEBUG": "0",
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "SECURE_COOKIES": "0",
-            "SECURE_HSTS_SECONDS": "0",
-            "WAYPOINT_WEBHOOK_ALLOW_PRIVATE": "1",
-            "WAYPOINT_RUNNER": "thread",
-            "WAYPOINT_LEASE_SECONDS": "3",
-            "WAYPOINT_RECOVERY_INTERVAL_SECONDS": "0.5",
-            "PYTHONUNBUFFERED": "1",
-            "DJANGO_SETTINGS_MODULE": settings,
-        }
-        self.manage("migrate", "--noinput", "-v0")
+            shutil.copyfile(template, f"{self.tmp.name}/db.sqlite3")
+        self.env = _server_env(self.url, self.tmp.name, settings)
 
     def _admin(self, sql: str) -> None:
-        import psycopg
-
-        base = self.cluster.rsplit("/", 1)[0]
-        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-            conn.execute(sql)
+        _admin(self.cluster, sql)
 
     def set(self, name: str, value: str) -> None:
         """A PostgreSQL setting for every session that connects to this database from now on."""
         self._admin(f'ALTER DATABASE "{self.label}" SET {name} = {value}')
 
     def manage(self, *args: str, env: dict | None = None) -> str:
-        result = subprocess.run(
-            [PYTHON, "manage.py", *args], cwd=ROOT, env={**os.environ, **self.env, **(env or {})},
-            capture_output=True, text=True, timeout=120,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-        return result.stdout
+        return _manage(args, {**self.env, **(env or {})})
 
     def drop(self) -> None:
         if is_postgres():
             self._admin(f'DROP DATABASE IF EXISTS "{self.label}" WITH (FORCE)')
         self.tmp.cleanup()
+
+
+def _server_env(url: str, data_dir: str, settings: str) -> dict[str, str]:
+    return {
+        "DATABASE_URL": url,
+        "WAYPOINT_DATA_DIR": data_dir,
+        "DJANGO_SECRET_KEY": "test-" + uuid.uuid4().hex,
+        "WAYPOINT_SIGNING_KEY": "",
+        "DEBUG": "0",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SECURE_COOKIES": "0",
+        "SECURE_HSTS_SECONDS": "0",
+        "WAYPOINT_WEBHOOK_ALLOW_PRIVATE": "1",
+        "WAYPOINT_RUNNER": "thread",
+        "WAYPOINT_LEASE_SECONDS": "3",
+        "WAYPOINT_RECOVERY_INTERVAL_SECONDS": "0.5",
+        "PYTHONUNBUFFERED": "1",
+        "DJANGO_SETTINGS_MODULE": settings,
+    }
+
+
+def _manage(args: tuple[str, ...], env: dict[str, str]) -> str:
+    result = subprocess.run(
+        [PYTHON, "manage.py", *args], cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
+def _admin(cluster: str, sql: str) -> None:
+    import psycopg
+
+    base = cluster.rsplit("/", 1)[0]
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(sql)
+
+
+# Migrating a database takes a Django start and every migration (seconds); copying a migrated one
+# takes a fraction of that. One template per cluster and settings module, made by the first server
+# database of this process and dropped when it exits. Its name starts with the run's test database
+# name, so tests/run.sh drops it too if this process is killed.
+_template_numbers = itertools.count()
+_template_dir = tempfile.TemporaryDirectory(prefix="waypoint-template-")
+
+
+@functools.cache
+def _migrated(cluster: str, settings: str) -> str:
+    """The migrated template for server databases on `cluster` with `settings`: a database name, or a SQLite file."""
+    n = next(_template_numbers)
+    run = os.environ.get("WAYPOINT_TEST_DATABASE") or f"wp_{os.getpid()}"
+    if cluster.startswith(("postgres://", "postgresql://")):
+        name = f"{run}_tmpl{n}"[:63]
+        url = f"{cluster.rsplit('/', 1)[0]}/{name}"
+        _admin(cluster, f'DROP DATABASE IF EXISTS "{name}"')
+        _admin(cluster, f'CREATE DATABASE "{name}"')
+        atexit.register(_drop_template, cluster, name)
+    else:
+        name = f"{_template_dir.name}/tmpl{n}.sqlite3"
+        url = f"sqlite:///{name}"
+    data = tempfile.mkdtemp(dir=_template_dir.name)
+    _manage(("migrate", "--noinput", "-v0"), _server_env(url, data, settings))
+    return name
+
+
+def _drop_template(cluster: str, name: str) -> None:
+    # A cluster of a test's own (OwnPostgres) is gone by now, and its template with it.
+    with contextlib.suppress(Exception):
+        _admin(cluster, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 class OwnPostgres:

@@ -26,12 +26,15 @@
 
   // A 409 (someone else took the conversation first) answers with the inspector's fragments and a
   // notice that says who has it: htmx drops 4xx bodies by default, and the page would stay silent.
-  document.addEventListener("htmx:beforeSwap", (event) => {
-    if (event.detail.xhr && event.detail.xhr.status === 409) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
-  });
+  // Configuration, not an htmx:beforeSwap listener: the winner's push re-renders #control, and with
+  // it the loser's form, while the loser's post is in flight; a detached form's events never reach
+  // the document, so a listener missed exactly the 409 of the person who lost the race.
+  htmx.config.responseHandling = [
+    { code: "204", swap: false },
+    { code: "[23]..", swap: true },
+    { code: "409", swap: true },
+    { code: "[45]..", swap: false, error: true },
+  ];
 
   document.addEventListener("htmx:wsOpen", () => { const r = live(); if (r) r.dataset.wsOpen = "1"; stopPolling(); });
   document.addEventListener("htmx:wsClose", () => { const r = live(); if (r) delete r.dataset.wsOpen; startPolling(); });
