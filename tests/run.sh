@@ -27,10 +27,11 @@ import psycopg
 
 url, name = sys.argv[1], sys.argv[2]
 with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True, connect_timeout=5) as conn:
-    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    # The migrated templates of the server databases (tests/servers.py), if pytest could not drop them.
-    for (template,) in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [name + "_tmpl%"]).fetchall():
-        conn.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+    # With it go what start with its name: a parallel run's per-worker databases and the migrated
+    # templates of the server databases (tests/servers.py), if pytest could not drop them.
+    found = conn.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)", [name]).fetchall()
+    for (database,) in found:
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 PY
 fi
 # pytest's "no tests collected" (5) would hide a broken suite behind a green run.

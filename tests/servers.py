@@ -124,6 +124,7 @@ def _migrated(cluster: str, settings: str) -> str:
     """The migrated template for server databases on `cluster` with `settings`: a database name, or a SQLite file."""
     n = next(_template_numbers)
     run = os.environ.get("WAYPOINT_TEST_DATABASE") or f"wp_{os.getpid()}"
+    run += os.environ.get("PYTEST_XDIST_WORKER", "")  # each worker of a parallel run its own
     if cluster.startswith(("postgres://", "postgresql://")):
         name = f"{run}_tmpl{n}"[:63]
         url = f"{cluster.rsplit('/', 1)[0]}/{name}"

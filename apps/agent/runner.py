@@ -485,7 +485,8 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
     ]
     if offers_handoff_tool(config):
         tools.append(HANDOFF_TOOL)
-    _check_control(cid)  # a run resumed (after a crash, say) under a person's control takes no step at all
+    # No read of control here: every step asks before its model round or tool, and the run's first
+    # append reads it under the row lock, so a run resumed under a person's control takes no step.
     events: list = []
     deferred: list = []  # decided but not yet committed: a model round waiting for its read-only action
     earlier: history.History | None = None  # the conversation's other turns, read once per run

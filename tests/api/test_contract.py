@@ -12,7 +12,7 @@ from tests.api.conftest import Api
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
-NOBODY = str(uuid.uuid4())
+NOBODY = "00000000-0000-4000-8000-00000000dead"  # no row has it: ids are random uuid4s
 
 
 def error_code(response) -> str:

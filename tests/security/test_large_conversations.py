@@ -34,13 +34,15 @@ async def close_thread_connections():
 def ten_thousand_messages(start) -> dict:
     started = start("hello")
     cid = started["conversation_id"]
-    for _ in range(4_999):  # with the first turn's two: 10,000 messages
-        run_id, turn_id = new_id("run"), new_id("turn")
+    for chunk in range(10):  # with the first turn's two: 10,000 messages, in 10 commits rather than 4,999
         with transaction.atomic():
-            store.append(locked(cid), turn_id=turn_id, actor="guest:alice", now=timezone.now(), events=[
-                TurnDispatched(run_id=run_id, message_id=new_id("msg"), text=TEXT, caller="guest:alice"),
-                TurnComplete(run_id=run_id, message_id=new_id("msg"), text=TEXT),
-            ])
+            conversation = locked(cid)
+            for _ in range(500 if chunk else 499):
+                run_id, turn_id = new_id("run"), new_id("turn")
+                store.append(conversation, turn_id=turn_id, actor="guest:alice", now=timezone.now(), events=[
+                    TurnDispatched(run_id=run_id, message_id=new_id("msg"), text=TEXT, caller="guest:alice"),
+                    TurnComplete(run_id=run_id, message_id=new_id("msg"), text=TEXT),
+                ])
     return started
 
 
