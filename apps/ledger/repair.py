@@ -205,7 +205,7 @@ def rebuild_stores(*, conversation_id: str, events: list[Recorded]) -> None:
     rows = fold(cid, events).rows
     [conversation] = rows[head].values()
     partition.objects.filter(id=cid).update(
-        **{name: store._db_value(partition, name, v) for name, v in conversation.items() if name != "id"}
+        **{name: store._db_value(partition._meta.get_field(name), v) for name, v in conversation.items() if name != "id"}
     )
     for name, model in store.MODELS.items():
         if name != head:

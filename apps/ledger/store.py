@@ -23,6 +23,7 @@ from typing import Any
 
 import rfc8785
 from django.db import IntegrityError, connection, models, transaction
+from django.utils import timezone
 
 from apps.ledger import chain, sql
 from apps.ledger.keys import signing_key
@@ -315,16 +316,23 @@ class _Writes:
         self.statements.append((f"UPDATE {table.name} SET {', '.join(assignments)} WHERE {where}", params + key_params, missing))
 
     def _insert(self, table: sql.Table, change: Change) -> None:
-        values = dict(change.create)
+        # What saving a new model instance would write, without making one: the given values, each
+        # field's default for the others, the time for auto_now fields (a turn inserts a dozen rows).
+        values = {table.fields[name].attname: v for name, v in change.create.items()}
         if change.store != self.head:
             values["conversation_id"] = self.cid
-        row = table.model(**{name: _db_value(table.model, name, v) for name, v in values.items()})
         names, params = [], []
         for field in table.model._meta.concrete_fields:
-            if isinstance(field, models.AutoField | models.BigAutoField) and field.attname not in values:
+            if field.attname in values:
+                value = _db_value(field, values[field.attname])
+            elif isinstance(field, models.AutoField | models.BigAutoField):
                 continue
+            else:
+                value = field.get_default()
+            if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+                value = timezone.now()
             names.append(connection.ops.quote_name(field.column))
-            params.append(field.get_db_prep_save(field.pre_save(row, True), connection))
+            params.append(field.get_db_prep_save(value, connection))
         placeholders = ", ".join(["%s"] * len(names))
         self.statements.append((f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})", params, None))
 
@@ -397,8 +405,7 @@ def _json_text(value: Any) -> str:
 STATEMENT_SEPARATOR = ";\n"
 
 
-def _db_value(model: type[models.Model], name: str, value: Any) -> Any:
-    field = model._meta.get_field(name)
+def _db_value(field: models.Field, value: Any) -> Any:
     if isinstance(field, models.DateTimeField) and isinstance(value, str):
         return datetime.fromisoformat(value)
     return value
