@@ -96,8 +96,20 @@ def build(entries: list[Recorded], *, exclude_turn: str = "") -> History:
 class _Turn:
     """One turn's entries, and what the history reads from them (kept until another entry of the turn comes)."""
 
+    index: int  # its place in the summary's order
     events: list[Recorded] = field(default_factory=list)
     read: tuple | None = None  # (PastTurn, successes, keys, attempt) as of `events`; None: to be read again
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """The history's fold of the summary's first `upto` items, none left out: where the next `history` goes on from."""
+
+    upto: int
+    out: list[PastTurn]
+    unknown: dict[tuple[str, str], Attempt]
+    keys: dict[tuple[str, str], str]
+    after_human: bool
 
 
 class Summary:
@@ -107,6 +119,8 @@ class Summary:
     `feed` takes the entries after `head`; `history` gives what `build` gives for all of them. A turn
     is read again (`turns.turn_state`) only when an entry of its own came, or when clearing a fact
     forgets one of its calls, so a run of a long conversation reads what is new, not the whole log.
+    Nor does `history` fold every turn again: it goes on from the fold of the items before the last
+    one (or before the turn it leaves out), kept until one of those items is read again.
     """
 
     def __init__(self) -> None:
@@ -117,6 +131,7 @@ class Summary:
         self._turns: dict[str, _Turn] = {}
         self._remembered: dict[str, tuple[str, str]] = {}  # fact id -> the (turn, call) of `remember` that made it
         self._cleared: set[str] = set()
+        self._fold: _Fold | None = None
 
     def feed(self, entries: list[Recorded]) -> None:
         """Fold entries (in `seq` order, each after `head`) into the summary."""
@@ -140,25 +155,36 @@ class Summary:
             if rec.turn_id:
                 turn = self._turns.get(rec.turn_id)
                 if turn is None:
-                    turn = self._turns[rec.turn_id] = _Turn()
+                    turn = self._turns[rec.turn_id] = _Turn(len(self._order))
                     self._order.append(("turn", rec.turn_id))
                 turn.events.append(rec)
-                turn.read = None
+                self._unread(turn)
 
     def _stale(self, *made: tuple[str, str] | None) -> None:
         """The turns whose calls made these facts read again: what is forgotten of them changed."""
         for found in made:
             if found is not None and found[0] in self._turns:
-                self._turns[found[0]].read = None
+                self._unread(self._turns[found[0]])
+
+    def _unread(self, turn: _Turn) -> None:
+        turn.read = None
+        if self._fold is not None and turn.index < self._fold.upto:
+            self._fold = None
 
     def history(self, *, exclude_turn: str = "") -> History:
         """The history as `build` reads it from every entry fed so far, leaving out `exclude_turn`."""
         forgotten = {self._remembered[f] for f in self._cleared if f in self._remembered}
-        out: list[PastTurn] = []
-        unknown: dict[tuple[str, str], Attempt] = {}
-        keys: dict[tuple[str, str], str] = {}
-        after_human = False  # the item before, the excluded turn aside, was a part a person held
-        for what, value in self._order:
+        # Items up to the last one, or up to the turn left out, are folded once and kept: the last
+        # item may still grow (a person's part takes more lines), the turn left out must not be in it.
+        excluded = self._turns.get(exclude_turn)
+        stop = len(self._order) - 1 if excluded is None else min(len(self._order) - 1, excluded.index)
+        fold = self._fold if self._fold is not None and self._fold.upto <= stop else _Fold(0, [], {}, {}, False)
+        out, unknown, keys = list(fold.out), dict(fold.unknown), dict(fold.keys)
+        after_human = fold.after_human  # the item before, the excluded turn aside, was a part a person held
+        for i in range(fold.upto, len(self._order)):
+            if i == stop and (self._fold is None or self._fold.upto < stop):
+                self._fold = _Fold(i, list(out), dict(unknown), dict(keys), after_human)
+            what, value = self._order[i]
             if what == "human":
                 if after_human:  # what a person held on both sides of the excluded turn is one part, as in the log without it
                     out[-1] = PastTurn("", "", False, [], "", TurnStatus.HUMAN, human=[*out[-1].human, *value])
