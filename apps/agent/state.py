@@ -12,13 +12,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection
-from django.db.models import CharField, F, Func
 from django.utils import timezone
 
 from apps.agent import statements
 from apps.agent.handoff import control_of
-from apps.conversations.models import ChatMessage, ControlChange, Conversation
+from apps.conversations.models import Conversation
 from apps.ledger import sql
 from apps.ledger.identities import persona_name
 from apps.ledger.replay import read_only
@@ -31,25 +29,6 @@ KIND_NAMES = {"client_tool": "client_tool", "approval": "approval", "question": 
 
 def _when(value) -> str | None:
     return iso(value) if value else None
-
-
-class IsoText(Func):
-    """A timestamp column as `iso()` writes it (UTC, microseconds, `+00:00`), formatted by PostgreSQL."""
-
-    output_field = CharField()
-    template = """to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')"""
-
-
-def _timestamp_text(field: str) -> tuple[Func | F, bool]:
-    """
-    Return an expression for a timestamp column, and whether the database returns it as text.
-
-    On PostgreSQL the database writes the text, which spares parsing a datetime per row only to
-    print it again; elsewhere the column is read as a datetime, to be printed with `iso()`.
-    """
-    if connection.vendor == "postgresql":
-        return IsoText(field), True
-    return F(field), False
 
 
 @contextmanager
@@ -117,27 +96,20 @@ def _moment(value):
 
 
 def _state(conversation: Conversation, *, after_seq: int) -> dict[str, Any]:
-    # Plain tuples, not model instances, and times as text: a long conversation has thousands of
+    # Plain tuples from named statements, not model instances: a long conversation has thousands of
     # messages and this runs on every page load, poll and websocket push.
-    created_at, as_text = _timestamp_text("created_at")
     assistant = _assistant_author(conversation)
     messages = [
         {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": _author(role, author, author_name, assistant),
-         "seq": seq, "created_at": created}
-        for id_, role, text, turn_id, author, author_name, seq, created in ChatMessage.objects.filter(
-            conversation_id=conversation.id, seq__gt=after_seq
-        ).order_by("seq").values_list("id", "role", "text", "turn_id", "author", "author_name", "seq", created_at)
+         "seq": seq, "created_at": iso(created)}
+        for id_, role, text, turn_id, author, author_name, seq, created
+        in statements.MESSAGES_AFTER.rows(conversation.id, after_seq)
     ]
     changes = [
         {"seq": seq, "kind": kind, "staff": {"id": staff, "name": name or staff} if staff else None, "text": text,
-         "created_at": created}
-        for seq, kind, staff, name, text, created in ControlChange.objects.filter(
-            conversation_id=conversation.id, seq__gt=after_seq
-        ).order_by("seq").values_list("seq", "kind", "staff", "name", "text", created_at)
+         "created_at": iso(created)}
+        for seq, kind, staff, name, text, created in statements.CONTROL_CHANGES_AFTER.rows(conversation.id, after_seq)
     ]
-    if not as_text:
-        for item in [*messages, *changes]:
-            item["created_at"] = _when(item["created_at"])
     run = latest_run(conversation)
     pending: list[dict[str, Any]] = []
     answered: list[dict[str, Any]] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apps.actions.models import ActionLog
 from apps.agent.models import Assistant
-from apps.conversations.models import Conversation
+from apps.conversations.models import ChatMessage, ControlChange, Conversation
 from apps.ledger.sql import Statement
 from apps.runs.models import ToolUsageLog, WorkflowLog
 
@@ -38,6 +38,32 @@ ASSISTANT_NAME = Statement(
 
 # The state every page load, poll and push reads (apps/agent/state.py), statement by statement:
 # through the ORM, building these queries cost more CPU than PostgreSQL spent answering them.
+
+MESSAGES_AFTER = Statement(
+    """
+    SELECT {messages.id}, {messages.role}, {messages.text}, {messages.turn_id}, {messages.author}, {messages.author_name},
+           {messages.seq}, {messages.created_at}
+    FROM {messages}
+    WHERE {messages.conversation} = %s AND {messages.seq} > %s
+    ORDER BY {messages.seq}
+    """,
+    tables={"messages": ChatMessage},
+    params=("messages.conversation", "messages.seq"),
+    returns=("messages.id", "messages.role", "messages.text", "messages.turn_id", "messages.author",
+             "messages.author_name", "messages.seq", "messages.created_at"),
+)
+
+CONTROL_CHANGES_AFTER = Statement(
+    """
+    SELECT {changes.seq}, {changes.kind}, {changes.staff}, {changes.name}, {changes.text}, {changes.created_at}
+    FROM {changes}
+    WHERE {changes.conversation} = %s AND {changes.seq} > %s
+    ORDER BY {changes.seq}
+    """,
+    tables={"changes": ControlChange},
+    params=("changes.conversation", "changes.seq"),
+    returns=("changes.seq", "changes.kind", "changes.staff", "changes.name", "changes.text", "changes.created_at"),
+)
 
 LATEST_RUN = Statement(
     """

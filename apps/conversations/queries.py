@@ -16,8 +16,11 @@ def conversation_for(conversation_id: str, *, with_assistant: bool = True) -> Co
     """
     if not _is_uuid(conversation_id):
         return None
-    conversations = Conversation.objects.select_related("assistant") if with_assistant else Conversation.objects
-    return conversations.filter(id=conversation_id).first()
+    # Two reads by primary key rather than the ORM's join: every push and page load asks.
+    conversation = sql.instance(Conversation, conversation_id)
+    if conversation is not None and with_assistant:
+        conversation.assistant = sql.instance(Conversation.assistant.field.related_model, conversation.assistant_id)
+    return conversation
 
 
 def conversation_head(conversation_id: str) -> int | None:

@@ -110,6 +110,28 @@ def _converted(value: Any, steps: list, col: Any) -> Any:
     return value
 
 
+@cache
+def _by_key(model: type[models.Model]) -> tuple[tuple[str, ...], Statement]:
+    names = tuple(field.attname for field in model._meta.concrete_fields)
+    key = model._meta.pk.attname
+    return names, Statement(
+        f"SELECT {', '.join(f'{{rows.{name}}}' for name in names)} FROM {{rows}} WHERE {{rows.{key}}} = %s",
+        tables={"rows": model}, params=(f"rows.{key}",), returns=tuple(f"rows.{name}" for name in names),
+    )
+
+
+def instance(model: type[models.Model], key: Any) -> models.Model | None:
+    """
+    The row of `model` with primary key `key`, as the ORM would load it (`from_db`), or None.
+
+    For rows read on every push and page load: `Model.objects.filter(pk=key).first()` builds its
+    query anew each time, which cost more CPU than PostgreSQL spent finding the row.
+    """
+    names, statement = _by_key(model)
+    found = statement.rows(key)
+    return model.from_db(connection.alias, names, found[0]) if found else None
+
+
 def rows(statement: str, params: list[Any]) -> list[tuple]:
     """Run one statement; return its rows."""
     with connection.cursor() as cursor:

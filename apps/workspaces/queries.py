@@ -49,8 +49,8 @@ def active_facts(conversation_id: str) -> list[str]:
 def artifacts(conversation: Conversation) -> list[dict[str, Any]]:
     """Return a conversation's artifacts, oldest first."""
     return [
-        artifact_dict(a)
-        for a in Artifact.objects.filter(conversation_id=conversation.id).order_by("created_at", "artifact_id")
+        artifact_dict(Artifact(**dict(zip(statements.ARTIFACT_FIELDS, row, strict=True))))
+        for row in statements.ARTIFACTS.rows(conversation.id)
     ]
 
 
@@ -214,7 +214,7 @@ def workspace_state(conversation: Conversation, *, run: WorkflowLog | None) -> d
     closure = None if conversation.status == "completed" else open_closure(str(conversation.id))
     phase = "completed" if conversation.status == "completed" else "closed" if closure is not None else "open"
     made = artifacts(conversation)
-    has_artifacts = bool(made) or ActionLog.objects.filter(conversation_id=conversation.id, action=ARTIFACT_ACTION).exists()
+    has_artifacts = bool(made) or bool(statements.ANY_ACTION.rows(conversation.id, ARTIFACT_ACTION))
     recovery = artifact_recovery_state(conversation) if has_artifacts else []
     return {
         "phase": phase,

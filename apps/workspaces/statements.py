@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from apps.actions.models import ActionLog
 from apps.ledger.sql import Statement
-from apps.workspaces.models import Closure, Memory, Runtime
+from apps.workspaces.models import Artifact, Closure, Memory, Runtime
 
 # Every run asks before its first model round, mostly to learn there are none.
 ACTIVE_FACTS = Statement(
@@ -55,4 +56,25 @@ OPEN_RUNTIME = Statement(
     """,
     tables={"runtimes": Runtime},
     params=("runtimes.conversation", "runtimes.opened_at"),
+)
+
+# Every state read shows the conversation's artifacts (mostly none) and asks whether a tool call
+# ever wrote one, which decides whether their recovery state is worked out at all.
+ARTIFACT_FIELDS = tuple(field.attname for field in Artifact._meta.concrete_fields)
+ARTIFACTS = Statement(
+    f"""
+    SELECT {", ".join(f"{{artifacts.{name}}}" for name in ARTIFACT_FIELDS)}
+    FROM {{artifacts}}
+    WHERE {{artifacts.conversation}} = %s
+    ORDER BY {{artifacts.created_at}}, {{artifacts.artifact_id}}
+    """,
+    tables={"artifacts": Artifact},
+    params=("artifacts.conversation",),
+    returns=tuple(f"artifacts.{name}" for name in ARTIFACT_FIELDS),
+)
+
+ANY_ACTION = Statement(
+    "SELECT 1 FROM {actions} WHERE {actions.conversation} = %s AND {actions.action} = %s LIMIT 1",
+    tables={"actions": ActionLog},
+    params=("actions.conversation", "actions.action"),
 )
