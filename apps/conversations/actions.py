@@ -20,6 +20,8 @@ from django.db import IntegrityError
 
 from apps.conversations.errors import BadInput, IdempotencyKeyReused, NotFound
 from apps.conversations.models import Conversation, IdempotencyRecord
+from apps.conversations.queries import load_assistant
+from apps.ledger import sql
 
 MAX_MESSAGE_CHARS = 20_000
 
@@ -46,14 +48,11 @@ def locked(conversation_id: str, *, with_assistant: bool = False) -> Conversatio
     """
     if not is_uuid(conversation_id):
         raise NotFound("no such conversation")
-    rows = Conversation.objects.filter(id=conversation_id)
-    if with_assistant:
-        rows = rows.select_related("assistant").select_for_update(no_key=True, of=("self",))
-    else:
-        rows = rows.select_for_update(no_key=True)
-    conversation = rows.first()
+    conversation = sql.instance(Conversation, conversation_id, lock=True)
     if conversation is None:
         raise NotFound("no such conversation")
+    if with_assistant:
+        load_assistant(conversation)
     return conversation
 
 

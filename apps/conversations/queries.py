@@ -19,8 +19,13 @@ def conversation_for(conversation_id: str, *, with_assistant: bool = True) -> Co
     # Two reads by primary key rather than the ORM's join: every push and page load asks.
     conversation = sql.instance(Conversation, conversation_id)
     if conversation is not None and with_assistant:
-        conversation.assistant = sql.instance(Conversation.assistant.field.related_model, conversation.assistant_id)
+        load_assistant(conversation)
     return conversation
+
+
+def load_assistant(conversation: Conversation) -> None:
+    """Read the conversation's assistant into it (its `assistant`), as `select_related` would have."""
+    conversation.assistant = sql.instance(Conversation.assistant.field.related_model, conversation.assistant_id)
 
 
 def conversation_head(conversation_id: str) -> int | None:

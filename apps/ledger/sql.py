@@ -111,23 +111,28 @@ def _converted(value: Any, steps: list, col: Any) -> Any:
 
 
 @cache
-def _by_key(model: type[models.Model]) -> tuple[tuple[str, ...], Statement]:
+def _by_key(model: type[models.Model], lock: bool) -> tuple[tuple[str, ...], Statement]:
     names = tuple(field.attname for field in model._meta.concrete_fields)
     key = model._meta.pk.attname
-    return names, Statement(
-        f"SELECT {', '.join(f'{{rows.{name}}}' for name in names)} FROM {{rows}} WHERE {{rows.{key}}} = %s",
-        tables={"rows": model}, params=(f"rows.{key}",), returns=tuple(f"rows.{name}" for name in names),
-    )
+    text = f"SELECT {', '.join(f'{{rows.{name}}}' for name in names)} FROM {{rows}} WHERE {{rows.{key}}} = %s"
+    if lock and connection.features.has_select_for_no_key_update:
+        text += " FOR NO KEY UPDATE"
+    elif lock and connection.features.has_select_for_update:
+        text += " FOR UPDATE"
+    # Elsewhere (SQLite) the writing transaction holds the whole database, as the ORM assumes too.
+    return names, Statement(text, tables={"rows": model}, params=(f"rows.{key}",),
+                            returns=tuple(f"rows.{name}" for name in names))
 
 
-def instance(model: type[models.Model], key: Any) -> models.Model | None:
+def instance(model: type[models.Model], key: Any, *, lock: bool = False) -> models.Model | None:
     """
     The row of `model` with primary key `key`, as the ORM would load it (`from_db`), or None.
 
-    For rows read on every push and page load: `Model.objects.filter(pk=key).first()` builds its
-    query anew each time, which cost more CPU than PostgreSQL spent finding the row.
+    For rows read on every push, page load and turn: `Model.objects.filter(pk=key).first()` builds
+    its query anew each time, which cost more CPU than PostgreSQL spent finding the row. `lock`
+    locks the row for an update that leaves its key alone (`select_for_update(no_key=True)`).
     """
-    names, statement = _by_key(model)
+    names, statement = _by_key(model, lock)
     found = statement.rows(key)
     return model.from_db(connection.alias, names, found[0]) if found else None
 
