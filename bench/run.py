@@ -209,7 +209,7 @@ class QueryCounter:
     def __call__(self, execute, sql, params, many, context):
         from django.db import connection
 
-        from apps.ledger.store import STATEMENT_SEPARATOR
+        from apps.ledger.sql import STATEMENT_SEPARATOR
 
         self.round_trips += 1
         write = False

@@ -36,6 +36,16 @@ ASSISTANT_NAME = Statement(
 )
 
 
+# The conversation's own fields that the state shows: read again inside the state's snapshot.
+STATE_FIELDS = ("status", "completed_at", "message_count", "head_seq", "last_turn_at", "visibility", "control_mode",
+                "control_staff", "control_name", "control_requested_at", "control_since", "control_reason")
+STATE_ROW = Statement(
+    f"SELECT {', '.join(f'{{conversations.{name}}}' for name in STATE_FIELDS)} FROM {{conversations}} WHERE {{conversations.id}} = %s",
+    tables={"conversations": Conversation},
+    params=("conversations.id",),
+    returns=tuple(f"conversations.{name}" for name in STATE_FIELDS),
+)
+
 # The state every page load, poll and push reads (apps/agent/state.py), statement by statement:
 # through the ORM, building these queries cost more CPU than PostgreSQL spent answering them.
 
@@ -80,29 +90,34 @@ LATEST_RUN = Statement(
              "runs.updated_at", "runs.dispatched_seq"),
 )
 
-RUN_USAGE = Statement(
+# The latest run is the one dispatched last (LATEST_RUN); its usage and actions are read with it,
+# in the same round trip, so they name it by that order too.
+LATEST_RUN_USAGE = Statement(
     """
     SELECT {usages.call_id}, {usages.kind}, {usages.tool}, {usages.arguments}, {usages.requested_at}, {usages.reattempt_of},
            {usages.status}, {usages.output}, {usages.answered_by}, {usages.answered_at}
     FROM {usages}
-    WHERE {usages.run_id} = %s
+    WHERE {usages.run_id} = (SELECT {runs.run_id} FROM {runs} WHERE {runs.conversation} = %s
+                             ORDER BY {runs.dispatched_seq} DESC LIMIT 1)
     ORDER BY {usages.requested_at}, {usages.id}
     """,
-    tables={"usages": ToolUsageLog},
-    params=("usages.run_id",),
+    tables={"usages": ToolUsageLog, "runs": WorkflowLog},
+    params=("runs.conversation",),
     returns=("usages.call_id", "usages.kind", "usages.tool", "usages.arguments", "usages.requested_at", "usages.reattempt_of",
              "usages.status", "usages.output", "usages.answered_by", "usages.answered_at"),
 )
 
-RUN_ACTIONS = Statement(
+LATEST_RUN_ACTIONS = Statement(
     """
     SELECT {actions.tool}, {actions.status}
     FROM {actions}
-    WHERE {actions.conversation} = %s AND {actions.run_id} = %s
+    WHERE {actions.conversation} = %s
+      AND {actions.run_id} = (SELECT {runs.run_id} FROM {runs} WHERE {runs.conversation} = %s
+                              ORDER BY {runs.dispatched_seq} DESC LIMIT 1)
     ORDER BY {actions.started_at}, {actions.id}
     """,
-    tables={"actions": ActionLog},
-    params=("actions.conversation", "actions.run_id"),
+    tables={"actions": ActionLog, "runs": WorkflowLog},
+    params=("actions.conversation", "runs.conversation"),
     returns=("actions.tool", "actions.status"),
 )
 

@@ -80,7 +80,9 @@ class Statement:
         """Run it; return its rows, each column converted by its field."""
         with connection.cursor() as cursor:
             cursor.execute(self.text, self._values(values))
-            found = cursor.fetchall()
+            return self._converted(cursor.fetchall())
+
+    def _converted(self, found: list[tuple]) -> list[tuple]:
         converters = self._converters
         return [tuple(convert(v) for convert, v in zip(converters, row, strict=True)) for row in found]
 
@@ -108,6 +110,31 @@ def _converted(value: Any, steps: list, col: Any) -> Any:
     for step in steps:
         value = step(value, col, connection)
     return value
+
+
+# Between the statements of one query text (bench/run.py counts statements by it).
+STATEMENT_SEPARATOR = ";\n"
+
+
+def batch(*reads: tuple[Statement, tuple[Any, ...]]) -> list[list[tuple]]:
+    """
+    Run several statements (each with its values) in one round trip; return each one's rows.
+
+    On PostgreSQL they go as one query text, each bound on its own as `Statement.rows` binds it,
+    and come back as one result each, in order; elsewhere they run one after the other. For reads
+    that every push and page load makes together: each round trip costs a wait for the server and
+    Python's cursor work, whatever the statement.
+    """
+    if connection.vendor != "postgresql" or len(reads) < 2:
+        return [statement.rows(*values) for statement, values in reads]
+    out = []
+    with connection.cursor() as cursor:
+        cursor.execute(STATEMENT_SEPARATOR.join(cursor.mogrify(statement.text, statement._values(values))
+                                                for statement, values in reads))
+        for statement, _ in reads:
+            out.append(statement._converted(cursor.fetchall()))
+            cursor.nextset()
+    return out
 
 
 @cache

@@ -373,7 +373,7 @@ def _together(statements: list[tuple[str, list[Any], Exception | None]]) -> list
     each time.
     """
     with connection.cursor() as cursor:
-        cursor.execute(STATEMENT_SEPARATOR.join(cursor.mogrify(sql, params) for sql, params, _ in statements))
+        cursor.execute(sql.STATEMENT_SEPARATOR.join(cursor.mogrify(text, params) for text, params, _ in statements))
         counts = [cursor.rowcount]
         while cursor.nextset():
             counts.append(cursor.rowcount)
@@ -402,10 +402,6 @@ _SQLITE_JSON = {
 
 def _json_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-# Between the statements of one query text (bench/run.py counts statements by it).
-STATEMENT_SEPARATOR = ";\n"
 
 
 def _db_value(field: models.Field, value: Any) -> Any:

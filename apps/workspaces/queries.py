@@ -11,6 +11,8 @@ from typing import Any
 
 from apps.actions.models import ActionLog
 from apps.conversations.models import Conversation
+from apps.ledger import sql
+from apps.ledger.sql import Statement
 from apps.ledger.store import iso
 from apps.runs.machine import CONTINUABLE
 from apps.runs.models import WorkflowLog
@@ -32,9 +34,13 @@ def _when(value) -> str | None:
 
 def list_memory(conversation: Conversation) -> list[dict[str, Any]]:
     """Return the facts the agent of this conversation currently remembers, oldest first."""
+    return _memory(statements.MEMORY.rows(conversation.id))
+
+
+def _memory(rows: list[tuple]) -> list[dict[str, Any]]:
     return [
         {"fact_id": fact_id, "text": text, "persona": persona, "turn_id": turn_id, "remembered_at": _when(remembered_at)}
-        for fact_id, text, persona, turn_id, remembered_at in statements.MEMORY.rows(conversation.id)
+        for fact_id, text, persona, turn_id, remembered_at in rows
     ]
 
 
@@ -48,10 +54,11 @@ def active_facts(conversation_id: str) -> list[str]:
 
 def artifacts(conversation: Conversation) -> list[dict[str, Any]]:
     """Return a conversation's artifacts, oldest first."""
-    return [
-        artifact_dict(Artifact(**dict(zip(statements.ARTIFACT_FIELDS, row, strict=True))))
-        for row in statements.ARTIFACTS.rows(conversation.id)
-    ]
+    return _artifacts(statements.ARTIFACTS.rows(conversation.id))
+
+
+def _artifacts(rows: list[tuple]) -> list[dict[str, Any]]:
+    return [artifact_dict(Artifact(**dict(zip(statements.ARTIFACT_FIELDS, row, strict=True)))) for row in rows]
 
 
 def _content_ok(workspace: Workspace, artifact: Artifact) -> bool:
@@ -129,7 +136,10 @@ def artifact_recovery_state(conversation: Conversation) -> list[dict[str, Any]]:
 
 def open_closure(conversation_id: str) -> Closure | None:
     """The close a conversation is in now (its `closed_seq` and `closed_at`), or None while it is open."""
-    found = statements.OPEN_CLOSURE.rows(conversation_id)
+    return _closure(conversation_id, statements.OPEN_CLOSURE.rows(conversation_id))
+
+
+def _closure(conversation_id: str, found: list[tuple]) -> Closure | None:
     if not found:
         return None
     [(closed_seq, closed_at)] = found
@@ -203,18 +213,26 @@ def conditions(conversation: Conversation, *, phase: str, run: WorkflowLog | Non
     return [ready, progressing, degraded]
 
 
-def workspace_state(conversation: Conversation, *, run: WorkflowLog | None) -> dict[str, Any]:
+def state_reads(conversation_id) -> list[tuple[Statement, tuple[Any, ...]]]:
+    """The reads `workspace_state` makes, for a caller to send with its own in one round trip (`sql.batch`)."""
+    return [(statements.OPEN_CLOSURE, (conversation_id,)), (statements.ARTIFACTS, (conversation_id,)),
+            (statements.ANY_ACTION, (conversation_id, ARTIFACT_ACTION)), (statements.MEMORY, (conversation_id,))]
+
+
+def workspace_state(conversation: Conversation, *, run: WorkflowLog | None, read: list[list[tuple]] | None = None) -> dict[str, Any]:
     """
     The fields this app adds to `conversation_state`: phase, conditions, participants, memory,
-    artifacts and their recovery state. Three to five small queries; the workspace directory is only
+    artifacts and their recovery state. `read`: the rows of `state_reads`, when the caller read
+    them already; otherwise they are read here, in one round trip. The workspace directory is only
     looked at when the conversation has artifacts.
     """
     from apps.people.queries import participants
 
-    closure = None if conversation.status == "completed" else open_closure(str(conversation.id))
+    closures, artifact_rows, artifact_calls, memory = read if read is not None else sql.batch(*state_reads(conversation.id))
+    closure = None if conversation.status == "completed" else _closure(str(conversation.id), closures)
     phase = "completed" if conversation.status == "completed" else "closed" if closure is not None else "open"
-    made = artifacts(conversation)
-    has_artifacts = bool(made) or bool(statements.ANY_ACTION.rows(conversation.id, ARTIFACT_ACTION))
+    made = _artifacts(artifact_rows)
+    has_artifacts = bool(made) or bool(artifact_calls)
     recovery = artifact_recovery_state(conversation) if has_artifacts else []
     return {
         "phase": phase,
@@ -223,7 +241,7 @@ def workspace_state(conversation: Conversation, *, run: WorkflowLog | None) -> d
         "last_turn_at": _when(conversation.last_turn_at),
         "visibility": conversation.visibility,
         "participants": participants(conversation),
-        "memory": list_memory(conversation),
+        "memory": _memory(memory),
         "artifacts": made,
         # per tool call: pending | unacknowledged | acknowledged | missing | duplicate | failed | unrecorded
         "artifact_recovery": [

@@ -77,4 +77,5 @@ ANY_ACTION = Statement(
     "SELECT 1 FROM {actions} WHERE {actions.conversation} = %s AND {actions.action} = %s LIMIT 1",
     tables={"actions": ActionLog},
     params=("actions.conversation", "actions.action"),
+    returns=("",),
 )
