@@ -54,21 +54,22 @@ def conversation_state(conversation: Conversation, *, after_seq: int = 0, receip
     """
     cid = conversation.id
     # Every read of the state in one round trip: each push, poll and page load makes them all.
-    reads = [(statements.STATE_ROW, (cid,)), (statements.MESSAGES_AFTER, (cid, after_seq)),
-             (statements.CONTROL_CHANGES_AFTER, (cid, after_seq)), (statements.LATEST_RUN, (cid,)),
-             (statements.LATEST_RUN_USAGE, (cid,)), (statements.LATEST_RUN_ACTIONS, (cid, cid)), *state_reads(cid)]
+    own = [(statements.STATE_ROW, (cid,)), (statements.MESSAGES_AFTER, (cid, after_seq)),
+           (statements.CONTROL_CHANGES_AFTER, (cid, after_seq)), (statements.LATEST_RUN, (cid,)),
+           (statements.LATEST_RUN_USAGE, (cid,)), (statements.LATEST_RUN_ACTIONS, (cid, cid))]
     if receipts:
-        reads.append((statements.ANSWERS, (cid, after_seq)))
+        own.append((statements.ANSWERS, (cid, after_seq)))
+    workspace = state_reads(cid)
     with snapshot():  # what is read after the batch (artifacts' recovery, participants) too
-        found = sql.batch(*reads)
+        found = sql.batch(*own, *workspace)
         if not found[0]:
             raise Conversation.DoesNotExist(cid)
         # The row the caller loaded (to check access) may be older than the rest of what was read.
         for name, value in zip(statements.STATE_FIELDS, found[0][0], strict=True):
             setattr(conversation, name, value)
-        state = _state(conversation, *found[1:6], workspace=found[6:10])
+        state = _state(conversation, *found[1:6], workspace=found[len(own):])
         if receipts:
-            state["receipts"] = _answers(found[10])
+            state["receipts"] = _answers(found[6])
         return state
 
 
