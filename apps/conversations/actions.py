@@ -20,7 +20,6 @@ from django.db import IntegrityError
 
 from apps.conversations.errors import BadInput, IdempotencyKeyReused, NotFound
 from apps.conversations.models import Conversation, IdempotencyRecord
-from apps.conversations.queries import load_assistant
 from apps.ledger import sql
 
 MAX_MESSAGE_CHARS = 20_000
@@ -48,11 +47,9 @@ def locked(conversation_id: str, *, with_assistant: bool = False) -> Conversatio
     """
     if not is_uuid(conversation_id):
         raise NotFound("no such conversation")
-    conversation = sql.instance(Conversation, conversation_id, lock=True)
+    conversation = sql.instance(Conversation, conversation_id, lock=True, related="assistant" if with_assistant else "")
     if conversation is None:
         raise NotFound("no such conversation")
-    if with_assistant:
-        load_assistant(conversation)
     return conversation
 
 

@@ -16,16 +16,8 @@ def conversation_for(conversation_id: str, *, with_assistant: bool = True) -> Co
     """
     if not _is_uuid(conversation_id):
         return None
-    # Two reads by primary key rather than the ORM's join: every push and page load asks.
-    conversation = sql.instance(Conversation, conversation_id)
-    if conversation is not None and with_assistant:
-        load_assistant(conversation)
-    return conversation
-
-
-def load_assistant(conversation: Conversation) -> None:
-    """Read the conversation's assistant into it (its `assistant`), as `select_related` would have."""
-    conversation.assistant = sql.instance(Conversation.assistant.field.related_model, conversation.assistant_id)
+    # Named statements rather than the ORM's join: every push and page load asks.
+    return sql.instance(Conversation, conversation_id, related="assistant" if with_assistant else "")
 
 
 def conversation_head(conversation_id: str) -> int | None:
