@@ -19,6 +19,7 @@ from typing import Any
 
 import jsonpatch
 import jsonpointer
+import psycopg
 from django.db import connection, transaction
 
 from apps.ledger import chain, identities
@@ -50,11 +51,26 @@ def read_only() -> Iterator[None]:
     if connection.in_atomic_block:
         yield
         return
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        yield
+    if connection.vendor != "postgresql":
+        with transaction.atomic():  # SQLite's transaction is one snapshot already
+            yield
+        return
+    raw = None
+    try:
+        with transaction.atomic():
+            # Said with the BEGIN that psycopg sends before the first statement, rather than as a
+            # statement of its own: every push, poll and page load reads through here, and each
+            # round trip is time they wait.
+            raw = connection.connection
+            before = raw.isolation_level, raw.read_only
+            raw.isolation_level, raw.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+            yield
+    finally:
+        # The connection goes on (and back to the pool) as it was, whatever happened inside.
+        if raw is not None and not raw.closed:
+            if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                raw.rollback()
+            raw.isolation_level, raw.read_only = before
 
 
 def _plain(value: Any) -> Any:

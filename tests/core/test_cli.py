@@ -129,6 +129,21 @@ class TestReplay:
 
         assert not ChatMessage.objects.filter(text="changed").exists()
 
+    def test_their_snapshot_is_one_view_and_the_connection_writes_again_after_it(self, log):
+        def setting(name: str) -> str:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SHOW {name}")
+                return cursor.fetchone()[0]
+
+        with read_only():
+            assert (setting("transaction_isolation"), setting("transaction_read_only")) == ("repeatable read", "on")
+        with pytest.raises(DatabaseError, match="read-only"), read_only():
+            ChatMessage.objects.filter(conversation_id=log).update(text="changed")
+
+        # Neither the snapshot nor the write it refused leaves the connection read-only.
+        assert (setting("transaction_isolation"), setting("transaction_read_only")) == ("read committed", "off")
+        assert ChatMessage.objects.filter(conversation_id=log).update(text="changed") > 0
+
 
 class TestWhatIf:
     def test_a_change_no_store_depends_on_does_not_diverge(self, log):
