@@ -43,6 +43,7 @@ from tests.servers import DaphneServer, ServerDatabase  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 PROFILE = ROOT / "bench" / "profile.txt"
+PUSH_PROFILE = ROOT / "bench" / "profile-push.txt"
 DEFAULT_DATABASE = "postgresql://postgres@127.0.0.1:5432/postgres"
 REDIS = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 ROUNDS = 3
@@ -358,6 +359,7 @@ def section_turns(report: Report, database: ServerDatabase, *, quick: bool, prof
 
     if profile:
         run_profile(assistant)
+        run_push_profile(assistant)
 
     turns = 80 if quick else 160
     raw1 = raw_limit(database.url, commits_per_turn=counted.commits, turns=turns, connections=1)
@@ -460,6 +462,39 @@ def run_profile(assistant) -> None:
     profiler.stop()
     PROFILE.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
     print(f"profile of 40 turns written to {PROFILE.relative_to(ROOT)}")
+
+
+def run_push_profile(assistant) -> None:
+    """
+    Profile the push a page socket is sent after each of 40 turns (format=html, the state after the
+    head it showed, rendered), in this process, with the push caches emptied before each: what a
+    page socket costs Daphne besides the turn. The text report goes to bench/profile-push.txt.
+    """
+    from pyinstrument import Profiler
+
+    from apps.conversations import queries, tokens
+    from apps.widget import pushes
+
+    conversation = new_conversation(assistant)
+    token = tokens.issue(conversation_id=conversation, persona="guest:bench", edge="link")
+    viewer = pushes.Viewer(token=token, persona="guest:bench", permissions=frozenset(tokens.PERMISSIONS), embed=None)
+
+    def load():
+        return queries.conversation_for(conversation)
+
+    shown = pushes.html(conversation, viewer=viewer, since=None, announced=queries.conversation_head(conversation), load=load).shown
+    profiler = Profiler(interval=0.0001)
+    for i in range(40):
+        one_turn(conversation, i)
+        head = queries.conversation_head(conversation)
+        pushes._pushes.held.clear()
+        pushes._states.held.clear()
+        profiler.start()
+        tokens.resolve(token)  # every push checks the socket's token first (consumers.py)
+        shown = pushes.html(conversation, viewer=viewer, since=shown, announced=head, load=load).shown
+        profiler.stop()
+    PUSH_PROFILE.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
+    print(f"profile of 40 pushes written to {PUSH_PROFILE.relative_to(ROOT)}")
 
 
 # --- peers ---------------------------------------------------------------------------------------
@@ -1328,7 +1363,7 @@ ON_OWN_CLUSTER = ("floor", "embedded")
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run, about 3 minutes)")
-    parser.add_argument("--profile", action="store_true", help="also profile 40 turns into bench/profile.txt")
+    parser.add_argument("--profile", action="store_true", help="also profile 40 turns into bench/profile.txt and 40 page pushes into bench/profile-push.txt")
     parser.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections (RESULTS.md is not written)")
     parser.add_argument("--skip", nargs="*", choices=SECTIONS, default=[],
                         help="leave these sections out (RESULTS.md is written, their targets not measured)")
