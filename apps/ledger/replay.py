@@ -61,8 +61,8 @@ def read_only() -> Iterator[None]:
             # Said with the BEGIN that psycopg sends before the first statement, rather than as a
             # statement of its own: every push, poll and page load reads through here, and each
             # round trip is time they wait.
-            raw = connection.connection
-            before = raw.isolation_level, raw.read_only
+            before = connection.connection.isolation_level, connection.connection.read_only
+            raw = connection.connection  # from here on, set back in `finally`
             raw.isolation_level, raw.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
             yield
     finally:

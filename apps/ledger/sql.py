@@ -137,18 +137,25 @@ def batch(*reads: tuple[Statement, tuple[Any, ...]]) -> list[list[tuple]]:
     return out
 
 
+def whole_row(alias: str, model: type[models.Model]) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+    """
+    Every column of `model`, for a `Statement` that names its table `alias`: the fields' names (in
+    the order `Model.from_db` takes them), the select list and the `returns`.
+    """
+    names = tuple(field.attname for field in model._meta.concrete_fields)
+    return names, ", ".join(f"{{{alias}.{name}}}" for name in names), tuple(f"{alias}.{name}" for name in names)
+
+
 @cache
 def _by_key(model: type[models.Model], lock: bool) -> tuple[tuple[str, ...], Statement]:
-    names = tuple(field.attname for field in model._meta.concrete_fields)
-    key = model._meta.pk.attname
-    text = f"SELECT {', '.join(f'{{rows.{name}}}' for name in names)} FROM {{rows}} WHERE {{rows.{key}}} = %s"
+    names, columns, returns = whole_row("rows", model)
+    text = f"SELECT {columns} FROM {{rows}} WHERE {{rows.{model._meta.pk.attname}}} = %s"
     if lock and connection.features.has_select_for_no_key_update:
         text += " FOR NO KEY UPDATE"
     elif lock and connection.features.has_select_for_update:
         text += " FOR UPDATE"
     # Elsewhere (SQLite) the writing transaction holds the whole database, as the ORM assumes too.
-    return names, Statement(text, tables={"rows": model}, params=(f"rows.{key}",),
-                            returns=tuple(f"rows.{name}" for name in names))
+    return names, Statement(text, tables={"rows": model}, params=(f"rows.{model._meta.pk.attname}",), returns=returns)
 
 
 @cache
@@ -156,11 +163,11 @@ def _through(model: type[models.Model], name: str) -> tuple[type[models.Model], 
     """The whole row that `model`'s foreign key `name` points to, asked by `model`'s primary key."""
     field = model._meta.get_field(name)
     target = field.related_model
-    names = tuple(f.attname for f in target._meta.concrete_fields)
-    text = (f"SELECT {', '.join(f'{{rows.{n}}}' for n in names)} FROM {{rows}} WHERE {{rows.{target._meta.pk.attname}}} = "
-            f"(SELECT {{owners.{field.attname}}} FROM {{owners}} WHERE {{owners.{model._meta.pk.attname}}} = %s)")
-    return target, names, Statement(text, tables={"rows": target, "owners": model}, params=(f"owners.{model._meta.pk.attname}",),
-                                    returns=tuple(f"rows.{n}" for n in names))
+    names, columns, returns = whole_row("rows", target)
+    key = model._meta.pk.attname
+    text = (f"SELECT {columns} FROM {{rows}} WHERE {{rows.{target._meta.pk.attname}}} = "
+            f"(SELECT {{owners.{field.attname}}} FROM {{owners}} WHERE {{owners.{key}}} = %s)")
+    return target, names, Statement(text, tables={"rows": target, "owners": model}, params=(f"owners.{key}",), returns=returns)
 
 
 def instance(model: type[models.Model], key: Any, *, lock: bool = False, related: str = "") -> models.Model | None:

@@ -52,12 +52,8 @@ def active_facts(conversation_id: str) -> list[str]:
 # --- artifacts ----------------------------------------------------------------------------------
 
 
-def artifacts(conversation: Conversation) -> list[dict[str, Any]]:
-    """Return a conversation's artifacts, oldest first."""
-    return _artifacts(statements.ARTIFACTS.rows(conversation.id))
-
-
 def _artifacts(rows: list[tuple]) -> list[dict[str, Any]]:
+    """A conversation's artifacts from the rows of ARTIFACTS (oldest first)."""
     return [artifact_dict(Artifact(**dict(zip(statements.ARTIFACT_FIELDS, row, strict=True)))) for row in rows]
 
 

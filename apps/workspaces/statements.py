@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from apps.actions.models import ActionLog
-from apps.ledger.sql import Statement
+from apps.ledger.sql import Statement, whole_row
 from apps.workspaces.models import Artifact, Closure, Memory, Runtime
 
 # Every run asks before its first model round, mostly to learn there are none.
@@ -60,17 +60,17 @@ OPEN_RUNTIME = Statement(
 
 # Every state read shows the conversation's artifacts (mostly none) and asks whether a tool call
 # ever wrote one, which decides whether their recovery state is worked out at all.
-ARTIFACT_FIELDS = tuple(field.attname for field in Artifact._meta.concrete_fields)
+ARTIFACT_FIELDS, _ARTIFACT_COLUMNS, _ARTIFACT_RETURNS = whole_row("artifacts", Artifact)
 ARTIFACTS = Statement(
     f"""
-    SELECT {", ".join(f"{{artifacts.{name}}}" for name in ARTIFACT_FIELDS)}
+    SELECT {_ARTIFACT_COLUMNS}
     FROM {{artifacts}}
     WHERE {{artifacts.conversation}} = %s
     ORDER BY {{artifacts.created_at}}, {{artifacts.artifact_id}}
     """,
     tables={"artifacts": Artifact},
     params=("artifacts.conversation",),
-    returns=tuple(f"artifacts.{name}" for name in ARTIFACT_FIELDS),
+    returns=_ARTIFACT_RETURNS,
 )
 
 ANY_ACTION = Statement(
