@@ -215,7 +215,8 @@ class QueryCounter:
         self.round_trips += 1
         write = False
         for one in sql.split(STATEMENT_SEPARATOR):  # the store sends an append's statements together
-            verb = one.lstrip().split(None, 1)[0].upper()
+            # an update whose one row the server checks is sent inside a WITH (store.commit_optimistic)
+            verb = one.lstrip().removeprefix("WITH changed AS (").split(None, 1)[0].upper()
             self.queries += 1
             self.statements[verb] = self.statements.get(verb, 0) + 1
             write |= verb in ("INSERT", "UPDATE", "DELETE")

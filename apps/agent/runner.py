@@ -379,16 +379,23 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
     stops = all(isinstance(e, TurnHandedOff | TurnAmbiguous | ActionFinished | QuarantineSettled) for e in events)
     while True:
         try:
-            with transaction.atomic():
-                if guess is None and not stops:
-                    _check_control(conversation_id, lock=True)
-                recorded, journal.head = store.append_optimistic(
+            if guess is not None:
+                # The usual step: the append, and the lease given up with it, in one round trip.
+                recorded, journal.head = store.commit_optimistic(
                     guess, held.token, conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor,
-                    now=timezone.now(),
+                    now=timezone.now(), then=[lease.releasing(conversation_id=conversation_id, held=held)] if release else [],
                 )
-                if release:
-                    lease.release(conversation_id=conversation_id, held=held)
-                broadcast.on_commit(conversation_id, recorded[-1].seq)
+            else:
+                with transaction.atomic():
+                    if not stops:
+                        _check_control(conversation_id, lock=True)
+                    recorded, journal.head = store.append_optimistic(
+                        None, held.token, conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor,
+                        now=timezone.now(),
+                    )
+                    if release:
+                        lease.release(conversation_id=conversation_id, held=held)
+            broadcast.on_commit(conversation_id, recorded[-1].seq)
             break
         except store.HeadMoved:
             guess = None  # someone else appended (or took the lease): lock the row and see

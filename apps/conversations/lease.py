@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 
 from apps.conversations import statements
 from apps.conversations.models import Lease
+from apps.ledger.sql import Statement
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,12 @@ def renew(*, conversation_id: str, held: Held, now: datetime, seconds: float) ->
 
 def release(*, conversation_id: str, held: Held) -> None:
     """Give the lease up so the next writer need not wait for it to expire."""
-    statements.RELEASE_LEASE.execute(conversation_id, held.holder, held.version)
+    statements.RELEASE_LEASE.execute(*releasing(conversation_id=conversation_id, held=held)[1])
+
+
+def releasing(*, conversation_id: str, held: Held) -> tuple[Statement, tuple]:
+    """`release` as a statement and its values, for a commit that sends it with others (`store.commit_optimistic`)."""
+    return statements.RELEASE_LEASE, (conversation_id, held.holder, held.version)
 
 
 def _row(conversation_id: str) -> tuple[str, int, datetime | None] | None:

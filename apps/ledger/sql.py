@@ -12,11 +12,23 @@ them: `Statement` is the one way to write such a statement.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache, cached_property, partial
 from typing import Any
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from psycopg import sql as psql
+
+
+def database():
+    """
+    This thread's database connection, looked up once.
+
+    `django.db.connection` is a proxy that finds the thread's connection again on every attribute
+    read (through asgiref's context-local storage): a turn's writes and reads passed it to a field
+    conversion a few hundred times, once per value. Hot paths take the connection once per
+    statement and hand it on.
+    """
+    return connections[DEFAULT_DB_ALIAS]
 
 
 @dataclass(frozen=True)
@@ -26,20 +38,22 @@ class Table:
     model: type[models.Model]
     name: str
     fields: dict[str, models.Field]
+    columns: dict[str, str]  # each field's column, quoted
 
     def column(self, name: str) -> str:
-        return connection.ops.quote_name(self.fields[name].column)
+        return self.columns[name]
 
-    def value(self, name: str, value: Any) -> Any:
-        """`value` as the database takes it for field `name` (a UUID on PostgreSQL, hex on SQLite, JSON adapted)."""
-        return self.fields[name].get_db_prep_save(value, connection)
+    def value(self, name: str, value: Any, db=None) -> Any:
+        """`value` as the database `db` (this thread's) takes it for field `name` (a UUID on PostgreSQL, hex on SQLite, JSON adapted)."""
+        return self.fields[name].get_db_prep_save(value, db or database())
 
 
 @cache
 def table(model: type[models.Model]) -> Table:
     fields = {f.name: f for f in model._meta.concrete_fields}
     fields.update({f.attname: f for f in model._meta.concrete_fields})
-    return Table(model, connection.ops.quote_name(model._meta.db_table), fields)
+    quote = connection.ops.quote_name
+    return Table(model, quote(model._meta.db_table), fields, {name: quote(f.column) for name, f in fields.items()})
 
 
 class Statement:
@@ -71,25 +85,31 @@ class Statement:
                 names[f"{name}.{field.name}"] = names[f"{name}.{field.attname}"] = psql.Identifier(field.column)
         return psql.SQL(self.template).format(**names).as_string(None)
 
-    def _values(self, values: tuple[Any, ...]) -> list[Any]:
+    def _values(self, values: tuple[Any, ...], db) -> list[Any]:
         if len(values) != len(self.params):
             raise TypeError(f"the statement takes {len(self.params)} parameters, got {len(values)}")
-        return [self._field(ref).get_db_prep_save(v, connection) for ref, v in zip(self.params, values, strict=True)]
+        return [field.get_db_prep_save(v, db) for field, v in zip(self._params, values, strict=True)]
+
+    @cached_property
+    def _params(self) -> list[models.Field]:
+        return [self._field(ref) for ref in self.params]
 
     def rows(self, *values: Any) -> list[tuple]:
         """Run it; return its rows, each column converted by its field."""
-        with connection.cursor() as cursor:
-            cursor.execute(self.text, self._values(values))
-            return self._converted(cursor.fetchall())
+        db = database()
+        with db.cursor() as cursor:
+            cursor.execute(self.text, self._values(values, db))
+            return self._converted(cursor.fetchall(), db)
 
-    def _converted(self, found: list[tuple]) -> list[tuple]:
+    def _converted(self, found: list[tuple], db) -> list[tuple]:
         converters = self._converters
-        return [tuple(convert(v) for convert, v in zip(converters, row, strict=True)) for row in found]
+        return [tuple(convert(v, db) for convert, v in zip(converters, row, strict=True)) for row in found]
 
     def execute(self, *values: Any) -> int:
         """Run it; how many rows it changed."""
-        with connection.cursor() as cursor:
-            cursor.execute(self.text, self._values(values))
+        db = database()
+        with db.cursor() as cursor:
+            cursor.execute(self.text, self._values(values, db))
             return cursor.rowcount
 
     @cached_property
@@ -97,18 +117,18 @@ class Statement:
         out = []
         for ref in self.returns:
             if not ref:
-                out.append(lambda v: v)
+                out.append(lambda v, db: v)
                 continue
             field = self._field(ref)
             col = field.get_col(field.model._meta.db_table)  # a foreign key converts as the field it points at
             steps = [*connection.ops.get_db_converters(col), *col.get_db_converters(connection)]
-            out.append(lambda v, steps=steps, col=col: _converted(v, steps, col))
+            out.append(partial(_converted, steps=steps, col=col) if steps else lambda v, db: v)
         return out
 
 
-def _converted(value: Any, steps: list, col: Any) -> Any:
+def _converted(value: Any, db, *, steps: list, col: Any) -> Any:
     for step in steps:
-        value = step(value, col, connection)
+        value = step(value, col, db)
     return value
 
 
@@ -125,14 +145,15 @@ def batch(*reads: tuple[Statement, tuple[Any, ...]]) -> list[list[tuple]]:
     that every push and page load makes together: each round trip costs a wait for the server and
     Python's cursor work, whatever the statement.
     """
-    if connection.vendor != "postgresql" or len(reads) < 2:
+    db = database()
+    if db.vendor != "postgresql" or len(reads) < 2:
         return [statement.rows(*values) for statement, values in reads]
     out = []
-    with connection.cursor() as cursor:
-        cursor.execute(STATEMENT_SEPARATOR.join(cursor.mogrify(statement.text, statement._values(values))
+    with db.cursor() as cursor:
+        cursor.execute(STATEMENT_SEPARATOR.join(cursor.mogrify(statement.text, statement._values(values, db))
                                                 for statement, values in reads))
         for statement, _ in reads:
-            out.append(statement._converted(cursor.fetchall()))
+            out.append(statement._converted(cursor.fetchall(), db))
             cursor.nextset()
     return out
 

@@ -22,7 +22,7 @@ from functools import cache
 from typing import Any
 
 import rfc8785
-from django.db import IntegrityError, connection, models, transaction
+from django.db import DatabaseError, IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from apps.ledger import chain, sql
@@ -138,6 +138,40 @@ def append_optimistic(
     return _write(cid, events, turn_id=turn_id, actor=actor, now=now, head=head, fence=lease)
 
 
+def commit_optimistic(
+    head: tuple[int, str],
+    lease: tuple[str, int],
+    *,
+    conversation_id: str,
+    events: list[EventKind],
+    turn_id: str,
+    actor: str,
+    now: datetime,
+    then: list[tuple[sql.Statement, tuple]] = (),
+) -> tuple[list[Recorded], tuple[int, str]]:
+    """
+    `append_optimistic` on a known head and commit it, with the statements of `then` after it.
+
+    For the runner's steps after its first. On PostgreSQL, outside any transaction, the append and
+    `then` go as one query text, which the server runs as one implicit transaction: one round trip
+    for the step where BEGIN, the statements and COMMIT took three. The checks that an update found
+    its row (the head still there, the lease held) then fail that transaction in the server
+    (`ledger_one_row`). Elsewhere, or inside a transaction, the same in `transaction.atomic()`.
+    Returns the entries and the new head.
+    :raises HeadMoved: another entry came first or the lease is gone; try `append_optimistic` with None
+    """
+    db = sql.database()
+    if db.vendor != "postgresql" or db.in_atomic_block:
+        with transaction.atomic():
+            written = append_optimistic(head, lease, conversation_id=conversation_id, events=events, turn_id=turn_id,
+                                        actor=actor, now=now)
+            for statement, values in then:
+                statement.execute(*values)
+        return written
+    return _write(str(conversation_id), events, turn_id=turn_id, actor=actor, now=now, head=head, fence=lease,
+                  then=then, commit=True)
+
+
 def _in_transaction() -> None:
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("append must run inside a transaction")
@@ -145,7 +179,7 @@ def _in_transaction() -> None:
 
 def _write(
     cid: str, events: list[EventKind], *, turn_id: str, actor: str, now: datetime, head: tuple[int, str],
-    fence: tuple[str, int] | None = None,
+    fence: tuple[str, int] | None = None, then: list[tuple[sql.Statement, tuple]] = (), commit: bool = False,
 ) -> tuple[list[Recorded], tuple[int, str]]:
     seq, prev = head
     key = signing_key()
@@ -182,8 +216,9 @@ def _write(
     writes.update_own_row(own, moved_from=head if fence else None, fence=fence)
     for announcer in projector.announcers:
         writes.statements += [(text, params, None) for text, params in announcer(cid, recorded)]
+    writes.statements += [(statement.text, statement._values(values, writes.db), None) for statement, values in then]
     try:
-        writes.run()
+        writes.run(commit=commit)
     except IntegrityError:
         if fence is None:
             raise
@@ -246,13 +281,14 @@ class _Writes:
     def __init__(self, conversation_id: str):
         self.cid = conversation_id
         self.head = head_store()
-        self.pg = connection.vendor == "postgresql"
+        self.db = sql.database()
+        self.pg = self.db.vendor == "postgresql"
         # sql, params, and what to raise unless it updates exactly one row (None: no check)
         self.statements: list[tuple[str, list[Any], Exception | None]] = []
 
     def events(self, rows: list[tuple], now: datetime) -> None:
         table = sql.table(Event)
-        cid, at = table.value("conversation_id", self.cid), table.value("created_at", now)
+        cid, at = table.value("conversation_id", self.cid, self.db), table.value("created_at", now, self.db)
         columns = "conversation_id, seq, kind, turn_id, payload, actor, created_at, hash, prev_hash, signature, key_id"
         values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
         params = [v for seq, kind, tid, text, actor, digest, prev, sig, kid in rows
@@ -269,7 +305,7 @@ class _Writes:
             guard = (
                 f" AND head_seq = %s AND head_hash = %s AND EXISTS (SELECT 1 FROM {lease_table.name}"
                 " WHERE conversation_id = %s AND holder = %s AND version = %s)",
-                [*moved_from, lease_table.value("conversation_id", self.cid), *fence],
+                [*moved_from, lease_table.value("conversation_id", self.cid, self.db), *fence],
                 HeadMoved(self.cid),
             )
         self.change(Change(self.head, (self.cid,), set=dict(own.set), incr=dict(own.incr)), guard=guard)
@@ -289,7 +325,7 @@ class _Writes:
         params: list[Any] = []
         for name, value in change.set.items():
             assignments.append(f"{table.column(name)} = %s")
-            params.append(table.value(name, value))
+            params.append(table.value(name, value, self.db))
         nested: dict[str, tuple[str, list[Any]]] = {}  # a JSON column's counters, one assignment each
         for name, n in change.incr.items():
             if "." in name:
@@ -305,7 +341,7 @@ class _Writes:
             params += values
         for name, item in change.append.items():
             assignments.append(f"{table.column(name)} = {dialect['append'].format(column=table.column(name))}")
-            params.append(table.value(name, [item]) if self.pg else _json_text(item))
+            params.append(table.value(name, [item], self.db) if self.pg else _json_text(item))
         for name, item in change.discard.items():
             assignments.append(f"{table.column(name)} = {dialect['discard'].format(column=table.column(name))}")
             params.append(_json_text(item))
@@ -331,8 +367,8 @@ class _Writes:
                 value = field.get_default()
             if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
                 value = timezone.now()
-            names.append(connection.ops.quote_name(field.column))
-            params.append(field.get_db_prep_save(value, connection))
+            names.append(self.db.ops.quote_name(field.column))
+            params.append(field.get_db_prep_save(value, self.db))
         placeholders = ", ".join(["%s"] * len(names))
         self.statements.append((f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})", params, None))
 
@@ -340,19 +376,26 @@ class _Writes:
         names = KEYS[change.store]
         return (
             " AND ".join(f"{table.column(n)} = %s" for n in names),
-            [table.value(n, v) for n, v in zip(names, change.key, strict=True)],
+            [table.value(n, v, self.db) for n, v in zip(names, change.key, strict=True)],
         )
 
-    def run(self) -> None:
-        """Send the statements gathered so far; :raises ValueError, HeadMoved: an update found no row"""
+    def run(self, *, commit: bool = False) -> None:
+        """
+        Send the statements gathered so far (`commit`: as one implicit transaction, see `commit_optimistic`).
+
+        :raises ValueError, HeadMoved: an update found no row
+        """
         statements, self.statements = self.statements, []
+        if commit:
+            _committed_together(self.db, statements)
+            return
         if not statements:
             return
         if self.pg and len(statements) > 1:
-            counts = _together(statements)
+            counts = _together(self.db, statements)
         else:
             counts = []
-            with connection.cursor() as cursor:
+            with self.db.cursor() as cursor:
                 for sql, params, _ in statements:
                     cursor.execute(sql, params)
                     counts.append(cursor.rowcount)
@@ -361,7 +404,7 @@ class _Writes:
                 raise missing
 
 
-def _together(statements: list[tuple[str, list[Any], Exception | None]]) -> list[int]:
+def _together(db, statements: list[tuple[str, list[Any], Exception | None]]) -> list[int]:
     """
     Run statements in one round trip to PostgreSQL; return each one's row count.
 
@@ -372,12 +415,41 @@ def _together(statements: list[tuple[str, list[Any], Exception | None]]) -> list
     with few parameters, while the joined text, longer and different every step, was parsed anew
     each time.
     """
-    with connection.cursor() as cursor:
+    with db.cursor() as cursor:
         cursor.execute(sql.STATEMENT_SEPARATOR.join(cursor.mogrify(text, params) for text, params, _ in statements))
         counts = [cursor.rowcount]
         while cursor.nextset():
             counts.append(cursor.rowcount)
     return counts
+
+
+# The failure `ledger_one_row` raises names the statement whose update did not find its one row.
+_NOT_ONE_ROW = "ledger: statement {} changed no row"
+
+
+def _committed_together(db, statements: list[tuple[str, list[Any], Exception | None]]) -> None:
+    """
+    Run statements in one round trip as one implicit transaction of PostgreSQL, outside `atomic()`.
+
+    A query text of several statements is one transaction unless it says otherwise: it commits
+    when its last statement ends, and an error in any of them rolls all of them back. So an update
+    that must change one row asks the server to check it (`ledger_one_row`, migration 0003).
+    """
+    texts = []
+    with db.cursor() as cursor:
+        for i, (text, params, missing) in enumerate(statements):
+            if missing is not None:
+                text = f"WITH changed AS ({text} RETURNING 1) SELECT ledger_one_row((SELECT COUNT(*) FROM changed), %s)"
+                params = [*params, _NOT_ONE_ROW.format(i)]
+            texts.append(cursor.mogrify(text, params))
+        try:
+            cursor.execute(sql.STATEMENT_SEPARATOR.join(texts))
+        except DatabaseError as exc:
+            failed = getattr(getattr(exc.__cause__, "diag", None), "message_primary", None) or ""
+            for i, (_, _, missing) in enumerate(statements):
+                if missing is not None and failed == _NOT_ONE_ROW.format(i):
+                    raise missing from None
+            raise
 
 
 # How a JSON column's counter, list append and list removal are written in SQL, per backend: every

@@ -16,6 +16,7 @@ from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.ledger import store
 from apps.ledger.replay import replay, verify
+from apps.ledger.sql import STATEMENT_SEPARATOR
 from apps.people import actions as people
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -89,10 +90,14 @@ def commits():
     pending: set[str] = set()
 
     def watch(execute, sql, params, many, context):
-        verb, _, rest = sql.lstrip().partition(" ")
-        if verb.upper() in ("INSERT", "UPDATE", "DELETE"):
-            table = rest.replace("INTO ", "", 1).split(None, 1)[0].strip('"')
-            (pending.add(table) if connection.in_atomic_block else written.append({table}))
+        tables = set()
+        # One query text may hold an append's statements, each checked update inside a WITH.
+        for one in sql.split(STATEMENT_SEPARATOR):
+            verb, _, rest = one.lstrip().removeprefix("WITH changed AS (").partition(" ")
+            if verb.upper() in ("INSERT", "UPDATE", "DELETE"):
+                tables.add(rest.replace("INTO ", "", 1).split(None, 1)[0].strip('"'))
+        if tables:
+            (pending.update(tables) if connection.in_atomic_block else written.append(tables))
         return execute(sql, params, many, context)
 
     original = connection.commit
