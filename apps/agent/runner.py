@@ -39,12 +39,12 @@ from apps.actions.registry import ACTIONS, ActionCall, ActionError
 from apps.agent import handoff, history, turns
 from apps.agent.config import BUILTIN_TOOLS, handoff_settings, offers_handoff_tool
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
-from apps.agent.statements import assistant_config
+from apps.agent.statements import ASSISTANT_CONFIG, assistant_config
 from apps.conversations import broadcast, faults, lease
 from apps.conversations import statements as conversation_statements
 from apps.conversations.actions import locked, new_id
 from apps.conversations.models import Lease
-from apps.ledger import store
+from apps.ledger import sql, store
 from apps.ledger.store import LeaseLost
 from apps.ledger.types import (
     ActionFinished,
@@ -68,7 +68,7 @@ from apps.ledger.types import (
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.runs.statements import oldest_running
 from apps.workspaces import actions as workspace_actions
-from apps.workspaces.queries import active_facts
+from apps.workspaces.queries import active_facts, reading_active_facts
 from apps.workspaces.storage import Workspace
 
 log = logging.getLogger(__name__)
@@ -256,14 +256,16 @@ class HandedOff(Exception):
     """Control left the agent (PRODUCT.md "Human handoff"): the run takes no further step."""
 
 
-def _check_control(conversation_id: str, *, lock: bool = False) -> None:
+def _check_control(conversation_id: str, *, lock: bool = False, found: list[tuple] | None = None) -> None:
     """
     :raises HandedOff: a person has the conversation, or one was asked for
 
     `lock`: read it under the conversation's row lock, which a change of control takes too, so
-    that no change can commit between this read and the caller's append.
+    that no change can commit between this read and the caller's append. `found`: the rows of
+    that read, made already with others (`_opening`) and nothing committed since.
     """
-    found = conversation_statements.control_mode(locked=lock).rows(conversation_id)
+    if found is None:
+        found = conversation_statements.control_mode(locked=lock).rows(conversation_id)
     if found and found[0][0] != "agent":
         raise HandedOff()
 
@@ -482,7 +484,8 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
     A crash before that commit loses nothing that was done, only work to do again.
     """
     cid = str(run.conversation_id)
-    config = assistant_config(cid)
+    opening = _opening(cid, run.turn_id)
+    config = opening.config
     provider = provider_for(config)
     tools = [t for t in config.get("tools", [])] + [
         {"name": "ask_question", "kind": "builtin", "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}},
@@ -494,20 +497,21 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
         tools.append(HANDOFF_TOOL)
     # No read of control here: every step asks before its model round or tool, and the run's first
     # append reads it under the row lock, so a run resumed under a person's control takes no step.
-    events: list = []
+    events: list = opening.turn
     deferred: list = []  # decided but not yet committed: a model round waiting for its read-only action
-    earlier: history.History | None = None  # the conversation's other turns, read once per run
+    earlier = opening.earlier  # the conversation's other turns, read once per run
+    control: list[tuple] | None = opening.control  # who had control as the run began: good until its first commit
     journal = _Journal()  # no head known yet: the run's first append locks the row and reads it
 
     def commit(new: list, *, last: bool = False) -> bool:
-        nonlocal deferred
-        batch, deferred = [*deferred, *new], []
+        nonlocal deferred, control
+        batch, deferred, control = [*deferred, *new], [], None
         _append(cid, run.turn_id, batch, held, journal, release=last)
         if any(isinstance(e, ModelRound) for e in batch):
             faults.reach("after_model_round")
         return last
 
-    facts: list[str] | None = None  # the remembered facts, read again only when the log may have changed them
+    facts: list[str] | None = opening.facts  # the remembered facts, read again only when the log may have changed them
     while True:
         events, moved = _turn_events(cid, run.turn_id, events, journal)
         if moved:
@@ -530,9 +534,9 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
         if isinstance(step, turns.Done | turns.Wait):
             return False
         if isinstance(step, turns.CallModel | turns.RunAction) and not deferred:
-            _check_control(cid)  # no model round and no tool once a person has the conversation
-        if isinstance(step, turns.CallModel | turns.RequestClient | turns.RunAction):
-            earlier = earlier or _earlier_turns(cid, run.turn_id)
+            # No model round and no tool once a person has the conversation.
+            found, control = control, None
+            _check_control(cid, found=found)
         if isinstance(step, turns.CallModel):
             request = ModelRequest(
                 history=earlier.turns, message=state.message, continuation=state.continuation,
@@ -630,12 +634,47 @@ class Summaries:
 _summaries = Summaries()
 
 
-def _earlier_turns(conversation_id: str, turn_id: str) -> history.History:
-    """The conversation's other turns as the log recorded them: what every model round is told."""
+@dataclass(frozen=True)
+class _Opening:
+    """What a run reads before its first step, asked in one round trip (`sql.batch`)."""
+
+    config: dict
+    turn: list  # the run's turn so far
+    control: list[tuple]  # the control read its first step's check uses, if nothing commits before it
+    earlier: history.History
+    facts: list[str]
+
+
+def _opening(conversation_id: str, turn_id: str) -> _Opening:
+    """
+    The assistant's configuration, the turn's entries, who has control, the log since this process's
+    summary of the other turns and the remembered facts: five reads in one round trip.
+    """
     summary = _summaries.take(conversation_id) or history.Summary()
-    # Read from the last entry folded: still there as it was, the log only grew since; otherwise
+    # Read from the last entry folded: still there as it was, the log only grew since (see _earlier_turns).
+    config, turn, control, since, facts = sql.batch(
+        (ASSISTANT_CONFIG, (conversation_id,)),
+        store.reading(conversation_id, turn_id=turn_id),
+        (conversation_statements.control_mode(locked=False), (conversation_id,)),
+        store.reading(conversation_id, after_seq=max(0, summary.head - 1)),
+        reading_active_facts(conversation_id),
+    )
+    return _Opening(
+        config=config[0][0], turn=store.entries(conversation_id, turn), control=control,
+        earlier=_earlier_turns(conversation_id, turn_id, summary, store.entries(conversation_id, since)),
+        facts=active_facts(conversation_id, facts),
+    )
+
+
+def _earlier_turns(conversation_id: str, turn_id: str, summary: history.Summary, entries: list) -> history.History:
+    """
+    The conversation's other turns as the log recorded them: what every model round is told.
+
+    `summary` is this process's fold of the log as far as it read (taken out of `_summaries`), and
+    `entries` the log from its last entry on.
+    """
+    # From the last entry folded: still there as it was, the log only grew since; otherwise
     # `conversation repair` removed and renumbered entries, and the summary is folded anew.
-    entries = store.read(conversation_id, after_seq=max(0, summary.head - 1))
     if summary.last is not None:
         if entries and entries[0] == summary.last:
             entries = entries[1:]

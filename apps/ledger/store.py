@@ -161,7 +161,7 @@ def commit_optimistic(
     :raises HeadMoved: another entry came first or the lease is gone; try `append_optimistic` with None
     """
     db = sql.database()
-    if db.vendor != "postgresql" or db.in_atomic_block:
+    if db.vendor != "postgresql" or db.in_atomic_block or not db.get_autocommit():
         with transaction.atomic():
             written = append_optimistic(head, lease, conversation_id=conversation_id, events=events, turn_id=turn_id,
                                         actor=actor, now=now)
@@ -522,10 +522,24 @@ def read(conversation_id: str, *, after_seq: int = 0, turn_id: str | None = None
 
     :raises ValueError: an entry's payload is unreadable (see `conversation repair`)
     """
+    statement, values = reading(conversation_id, after_seq=after_seq, turn_id=turn_id)
+    return entries(conversation_id, statement.rows(*values))
+
+
+def reading(conversation_id: str, *, after_seq: int = 0, turn_id: str | None = None) -> tuple[sql.Statement, tuple]:
+    """`read` as a statement and its values, for a caller that sends it with other reads (`sql.batch`); `entries` decodes its rows."""
     by_turn = turn_id is not None
-    found = _READ[by_turn].rows(conversation_id, after_seq, *((turn_id,) if by_turn else ()))
+    return _READ[by_turn], (conversation_id, after_seq, *((turn_id,) if by_turn else ()))
+
+
+def entries(conversation_id: str, rows: list[tuple]) -> list[Recorded]:
+    """
+    The rows of a `reading` as entries.
+
+    :raises ValueError: an entry's payload is unreadable (see `conversation repair`)
+    """
     out = []
-    for seq, kind, tid, actor, created_at, payload in found:
+    for seq, kind, tid, actor, created_at, payload in rows:
         try:
             body = json.loads(payload)
         except ValueError as exc:

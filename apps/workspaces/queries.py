@@ -44,9 +44,14 @@ def _memory(rows: list[tuple]) -> list[dict[str, Any]]:
     ]
 
 
-def active_facts(conversation_id: str) -> list[str]:
-    """The remembered facts a model is given (never a cleared one)."""
-    return [text for (text,) in statements.ACTIVE_FACTS.rows(conversation_id)]
+def active_facts(conversation_id: str, rows: list[tuple] | None = None) -> list[str]:
+    """The remembered facts a model is given (never a cleared one); `rows`: those of `reading_active_facts`, read already."""
+    return [text for (text,) in (statements.ACTIVE_FACTS.rows(conversation_id) if rows is None else rows)]
+
+
+def reading_active_facts(conversation_id: str) -> tuple[Statement, tuple]:
+    """`active_facts` as a statement and its values, for a caller that sends it with other reads (`sql.batch`)."""
+    return statements.ACTIVE_FACTS, (conversation_id,)
 
 
 # --- artifacts ----------------------------------------------------------------------------------

@@ -367,7 +367,7 @@ class TestConsoleScript:
 
 
 def test_a_run_after_a_repair_is_told_the_repaired_history_not_the_one_it_folded_before(log, clock):
-    """The runner's history summary (apps/agent/runner.py `_earlier_turns`) is folded anew after a repair."""
+    """The runner's history summary (apps/agent/runner.py `_opening`, `_earlier_turns`) is folded anew after a repair."""
     from apps.agent import history, runner
 
     turn(log, "hello again", clock)  # a run folds the summary up to here
@@ -375,7 +375,7 @@ def test_a_run_after_a_repair_is_told_the_repaired_history_not_the_one_it_folded
     corrupt_payload(log, dispatched)
     assert run("repair", log, "--actor", "ops:alice")[0] == 0
 
-    told = runner._earlier_turns(log, "no-such-turn")
+    told = runner._opening(log, "no-such-turn").earlier
 
     assert told == history.build(store.read(log))
     assert "when can you deliver?" not in [t.message for t in told.turns]
