@@ -374,8 +374,9 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
     guess = journal.head
     delay, deadline = 0.05, time.monotonic() + settings.WAYPOINT_DB_RETRY_SECONDS
     # A step the agent takes needs the agent to have control as of its commit. On the fast path
-    # nobody appended since this run's last commit, so nobody took control meanwhile; after anyone
-    # did, the row is locked and control read under that lock (a take-over waits for this commit).
+    # nobody appended since this run's last commit (or, for its first, since it read control as the
+    # agent's), so nobody took control meanwhile; after anyone did, the row is locked and control
+    # read under that lock (a take-over waits for this commit).
     # The outcome of an action that already ran is no new step: it is recorded whoever has control
     # now, or a refund sent just before a take-over would be lost from the record.
     stops = all(isinstance(e, TurnHandedOff | TurnAmbiguous | ActionFinished | QuarantineSettled) for e in events)
@@ -495,13 +496,16 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
     ]
     if offers_handoff_tool(config):
         tools.append(HANDOFF_TOOL)
-    # No read of control here: every step asks before its model round or tool, and the run's first
-    # append reads it under the row lock, so a run resumed under a person's control takes no step.
+    # Control comes with the opening reads: every step asks before its model round or tool (the
+    # first with that read), and the first append goes on the head read with it only if the agent
+    # had control then; otherwise it reads control again under the row lock, so a run resumed under
+    # a person's control takes no step.
     events: list = opening.turn
     deferred: list = []  # decided but not yet committed: a model round waiting for its read-only action
     earlier = opening.earlier  # the conversation's other turns, read once per run
     control: list[tuple] | None = opening.control  # who had control as the run began: good until its first commit
-    journal = _Journal()  # no head known yet: the run's first append locks the row and reads it
+    # The head as the run began, if the agent had control: otherwise the first append locks the row and reads it.
+    journal = _Journal(head=opening.head)
 
     def commit(new: list, *, last: bool = False) -> bool:
         nonlocal deferred, control
@@ -640,7 +644,8 @@ class _Opening:
 
     config: dict
     turn: list  # the run's turn so far
-    control: list[tuple]  # the control read its first step's check uses, if nothing commits before it
+    head: tuple[int, str] | None  # the head its first append may chain on (see execute_run)
+    control: list[tuple]  # who has control and the head then: its first step's check, if nothing commits before it
     earlier: history.History
     facts: list[str]
 
@@ -655,12 +660,16 @@ def _opening(conversation_id: str, turn_id: str) -> _Opening:
     config, turn, control, since, facts = sql.batch(
         (ASSISTANT_CONFIG, (conversation_id,)),
         store.reading(conversation_id, turn_id=turn_id),
-        (conversation_statements.control_mode(locked=False), (conversation_id,)),
+        (conversation_statements.CONTROL_AND_HEAD, (conversation_id,)),
         store.reading(conversation_id, after_seq=max(0, summary.head - 1)),
         reading_active_facts(conversation_id),
     )
+    # Read with control as the agent's: while no entry comes after this head, no change of control
+    # did either, so the first append may go on it as later ones go on their own (the head check
+    # refuses it otherwise, and the row is locked and control read again).
+    head = (control[0][1], control[0][2]) if control and control[0][0] == "agent" else None
     return _Opening(
-        config=config[0][0], turn=store.entries(conversation_id, turn), control=control,
+        config=config[0][0], turn=store.entries(conversation_id, turn), control=control, head=head,
         earlier=_earlier_turns(conversation_id, turn_id, summary, store.entries(conversation_id, since)),
         facts=active_facts(conversation_id, facts),
     )

@@ -76,3 +76,14 @@ def control_mode(*, locked: bool) -> Statement:
         params=("conversations.id",),
         returns=("conversations.control_mode",),
     )
+
+
+# Who has control as a run begins, and the log head that was current then, in one snapshot: a change
+# of control is an entry, so while the head stays this one control stays this too.
+CONTROL_AND_HEAD = Statement(
+    "SELECT {conversations.control_mode}, {conversations.head_seq}, {conversations.head_hash} FROM {conversations} "
+    "WHERE {conversations.id} = %s",
+    tables={"conversations": Conversation},
+    params=("conversations.id",),
+    returns=("conversations.control_mode", "conversations.head_seq", "conversations.head_hash"),
+)

@@ -178,6 +178,35 @@ class TestTheAgentFallsSilent:
         assert "model_round" not in kinds(cid) and "action_started" not in kinds(cid)
         assert_record_holds(cid)
 
+    def test_a_person_who_takes_over_while_the_model_answers_gets_the_run_before_its_first_commit(
+        self, start, support, clock, monkeypatch
+    ):
+        # The run read control as the agent's as it began; the take-over commits during its first
+        # model round. That round's commit must find the head moved and stop, not go on that read.
+        with override_settings(WAYPOINT_RUNNER="none"):
+            cid = start("refund please", assistant=support)["conversation_id"]
+        real = runner.provider_for
+
+        def taken_during_the_round(config):
+            provider = real(config)
+            answer = provider.complete
+
+            def complete(request, on_draft=None):
+                handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=clock())
+                return answer(request, on_draft) if on_draft else answer(request)
+
+            provider.complete = complete
+            return provider
+
+        monkeypatch.setattr(runner, "provider_for", taken_during_the_round)
+
+        runner.drive(cid)
+
+        after = state(cid)
+        assert after["run_status"] == "handed_off"
+        assert "model_round" not in kinds(cid) and "action_started" not in kinds(cid)
+        assert_record_holds(cid)
+
     def test_continue_is_refused_while_a_person_holds_it(self, start, support, clock):
         cid = start("hello", assistant=support)["conversation_id"]
         handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=clock())
