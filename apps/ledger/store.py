@@ -358,19 +358,18 @@ class _Writes:
         if change.store != self.head:
             values["conversation_id"] = self.cid
         names, params = [], []
-        for field in table.model._meta.concrete_fields:
-            if field.attname in values:
-                value = _db_value(field, values[field.attname])
-            elif isinstance(field, models.AutoField | models.BigAutoField):
+        for field, attname, automatic, stamped in _insert_fields(table.model):
+            if attname in values:
+                value = _db_value(field, values[attname])
+            elif automatic:
                 continue
             else:
                 value = field.get_default()
-            if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+            if stamped:
                 value = timezone.now()
-            names.append(self.db.ops.quote_name(field.column))
+            names.append(attname)
             params.append(field.get_db_prep_save(value, self.db))
-        placeholders = ", ".join(["%s"] * len(names))
-        self.statements.append((f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})", params, None))
+        self.statements.append((_insert_text(table.model, tuple(names)), params, None))
 
     def _where(self, table: sql.Table, change: Change) -> tuple[str, list[Any]]:
         names = KEYS[change.store]
@@ -480,6 +479,23 @@ def _db_value(field: models.Field, value: Any) -> Any:
     if isinstance(field, models.DateTimeField) and isinstance(value, str):
         return datetime.fromisoformat(value)
     return value
+
+
+@cache
+def _insert_fields(model: type[models.Model]) -> list[tuple[models.Field, str, bool, bool]]:
+    """Each column an insert may write: the field, its attname, whether the database numbers it, whether it is the time of saving."""
+    return [
+        (field, field.attname, isinstance(field, models.AutoField | models.BigAutoField),
+         bool(getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)))
+        for field in model._meta.concrete_fields
+    ]
+
+
+@cache
+def _insert_text(model: type[models.Model], names: tuple[str, ...]) -> str:
+    """The INSERT of one row into the fields `names` (attnames): one text per table and set of fields."""
+    table = sql.table(model)
+    return f"INSERT INTO {table.name} ({', '.join(table.column(n) for n in names)}) VALUES ({', '.join(['%s'] * len(names))})"
 
 
 def _plain_own_row(conversation_id: str, change: Change) -> bool:
