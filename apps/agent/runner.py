@@ -358,6 +358,9 @@ class _Journal:
 
     head: tuple[int, str] | None = None
     written: list = field(default_factory=list)
+    # The agent had control at `head`. A change of control is an entry, so a commit on the head this
+    # run left keeps that true; a commit after anyone else's reads control under the row lock.
+    agent_in_control: bool = False
 
 
 def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, journal: _Journal, actor: str = "agent",
@@ -392,6 +395,7 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
                 with transaction.atomic():
                     if not stops:
                         _check_control(conversation_id, lock=True)
+                    journal.agent_in_control = not stops
                     recorded, journal.head = store.append_optimistic(
                         None, held.token, conversation_id=conversation_id, events=events, turn_id=turn_id, actor=actor,
                         now=timezone.now(),
@@ -412,7 +416,7 @@ def _append(conversation_id: str, turn_id: str, events: list, held: lease.Held, 
             guess = None
             landed = _landed(conversation_id, turn_id, events)
             if landed is not None:
-                recorded, journal.head = landed, None
+                recorded, journal.head, journal.agent_in_control = landed, None, False
                 break
     journal.written.extend(recorded)
     return recorded
@@ -496,16 +500,19 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
     ]
     if offers_handoff_tool(config):
         tools.append(HANDOFF_TOOL)
-    # Control comes with the opening reads: every step asks before its model round or tool (the
-    # first with that read), and the first append goes on the head read with it only if the agent
-    # had control then; otherwise it reads control again under the row lock, so a run resumed under
-    # a person's control takes no step.
+    # Control comes with the opening reads, and the first append goes on the head read with it only
+    # if the agent had control then. Before a model round or a tool the run knows control as of the
+    # head it last read or committed: the agent's while its commits go on its own heads (a change of
+    # control is an entry, which would have moved the head and failed that commit); otherwise, after
+    # a commit that followed someone else's, it reads control again. A take-over between that commit
+    # and the next model round is found by the round's own commit, which locks the row and reads
+    # control under the lock: no step is recorded after a change of control the run did not see.
     events: list = opening.turn
     deferred: list = []  # decided but not yet committed: a model round waiting for its read-only action
     earlier = opening.earlier  # the conversation's other turns, read once per run
     control: list[tuple] | None = opening.control  # who had control as the run began: good until its first commit
     # The head as the run began, if the agent had control: otherwise the first append locks the row and reads it.
-    journal = _Journal(head=opening.head)
+    journal = _Journal(head=opening.head, agent_in_control=opening.head is not None)
 
     def commit(new: list, *, last: bool = False) -> bool:
         nonlocal deferred, control
@@ -537,7 +544,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
             continue
         if isinstance(step, turns.Done | turns.Wait):
             return False
-        if isinstance(step, turns.CallModel | turns.RunAction) and not deferred:
+        if isinstance(step, turns.CallModel | turns.RunAction) and not deferred and not journal.agent_in_control:
             # No model round and no tool once a person has the conversation.
             found, control = control, None
             _check_control(cid, found=found)

@@ -3,7 +3,9 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import override_settings
+from django.utils import timezone
 
 from apps.agent import actions, handoff, history, runner
 from apps.agent.providers import ModelRequest, openai_messages
@@ -206,6 +208,62 @@ class TestTheAgentFallsSilent:
         assert after["run_status"] == "handed_off"
         assert "model_round" not in kinds(cid) and "action_started" not in kinds(cid)
         assert_record_holds(cid)
+
+    def test_a_person_who_takes_over_between_two_steps_gets_the_run_at_its_next_commit(
+        self, start, make_assistant, clock, monkeypatch
+    ):
+        # The take-over commits just after the run's first model round did. The run's next round
+        # goes on its own head without reading control first; its commit must find the head moved,
+        # read control under the row lock and stop there.
+        rounds = make_assistant(handoff=HANDOFF, step_budget=8, model={"provider": "scripted", "rules": [
+            {"match": "order", "steps": [
+                {"call": "lookup_order", "arguments": {"round": 1}},
+                {"call": "lookup_order", "arguments": {"round": 2}},
+                {"say": "Done: {result}"},
+            ]},
+        ]}, tools=[{"name": "lookup_order", "kind": "server", "action": "echo"}])
+        with override_settings(WAYPOINT_RUNNER="none"):
+            cid = start("where is my order", assistant=rounds)["conversation_id"]
+        taken = []
+
+        def take_over_once(boundary):
+            if boundary == "after_model_round" and not taken:
+                taken.append(handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=clock()))
+
+        monkeypatch.setattr(runner.faults, "reach", take_over_once)
+
+        runner.drive(cid)
+
+        log = kinds(cid)
+        assert taken and state(cid)["run_status"] == "handed_off"
+        assert log.count("model_round") == 1
+        assert log.index("control_taken") > log.index("model_round")
+        assert log[-1] == "turn_handed_off"
+        assert_record_holds(cid)
+
+    def test_a_run_on_its_own_heads_reads_control_only_as_it_begins(self, start, make_assistant):
+        rounds = make_assistant(handoff=HANDOFF, step_budget=8, model={"provider": "scripted", "rules": [
+            {"match": "order", "steps": [
+                {"call": "lookup_order", "arguments": {"round": 1}},
+                {"call": "lookup_order", "arguments": {"round": 2}},
+                {"say": "Done: {result}"},
+            ]},
+        ]}, tools=[{"name": "lookup_order", "kind": "server", "action": "echo"}])
+        cid = start("hello", assistant=rounds)["conversation_id"]
+        read = []
+
+        def watch(execute, sql, params, many, context):
+            if "control_mode" in sql:
+                read.append(sql)
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(watch):
+            actions.start_turn(conversation_id=cid, message="where is my order", persona="guest:alice", edge="api",
+                               now=timezone.now())
+
+        # batch one's row lock, and the run's opening read; none before each later round
+        assert len(read) == 2
+        assert state(cid)["messages"][-1]["text"] == 'Done: {"round": 2}'
 
     def test_continue_is_refused_while_a_person_holds_it(self, start, support, clock):
         cid = start("hello", assistant=support)["conversation_id"]
