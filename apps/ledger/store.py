@@ -200,20 +200,12 @@ def _write(
         prev = digest
     writes = _Writes(cid)
     writes.events(rows, now)
-    # Plain updates of the conversation's own row ride on the head update: one UPDATE, not one each.
-    own = _OwnRow()
+    gathered = _Gathered(writes)
     for rec in recorded:
         for change in projector.changes(cid, rec):
-            if _plain_own_row(cid, change):
-                if own.overlaps(change):
-                    writes.update_own_row(own)
-                own.add(change)
-            else:
-                if change.store == writes.head and own:
-                    writes.update_own_row(own)
-                writes.change(change)
-    own.add(Change(writes.head, (cid,), set={"head_seq": seq, "head_hash": prev}))
-    writes.update_own_row(own, moved_from=head if fence else None, fence=fence)
+            gathered.add(change)
+    gathered.close(Change(writes.head, (cid,), set={"head_seq": seq, "head_hash": prev}),
+                   moved_from=head if fence else None, fence=fence)
     for announcer in projector.announcers:
         writes.statements += [(text, params, None) for text, params in announcer(cid, recorded)]
     writes.statements += [(statement.text, statement._values(values, writes.db), None) for statement, values in then]
@@ -257,22 +249,95 @@ def _lock_head(cid: str, lease: tuple[str, int] | None, known: tuple[int, str] |
 # --- compiled writes -------------------------------------------------------------------------------
 
 
-class _OwnRow:
-    """Set and increment of the conversation row's plain fields, gathered into one UPDATE."""
+class _Gathered:
+    """
+    The changes of one append, those of one row merged into one statement where the result is the same.
 
-    def __init__(self):
-        self.set: dict[str, Any] = {}
-        self.incr: dict[str, int] = {}
+    An append's entries often change one row twice: a tool call's row is inserted as it starts and
+    updated as it finishes, and a run's row takes the progress of both. Changes of a row merge while
+    they touch different columns or do the same to one (set: the later value; incr: the sum; append:
+    the items in order); otherwise every change gathered so far is written first, in the order they
+    came. Statements on different rows never read each other's, so a merged change may go ahead
+    of those that came between. The conversation's own row goes last, on its head update.
+    """
 
-    def __bool__(self) -> bool:
-        return bool(self.set or self.incr)
-
-    def overlaps(self, change: Change) -> bool:
-        return bool((self.set.keys() | self.incr.keys()) & {*change.set, *change.incr})
+    def __init__(self, writes: _Writes):
+        self.writes = writes
+        self.own = (writes.head, (writes.cid,))
+        self.pending: dict[tuple[str, tuple], Change] = {}
 
     def add(self, change: Change) -> None:
-        self.set.update(change.set)
-        self.incr.update(change.incr)
+        key = (change.store, tuple(str(part) for part in change.key))
+        earlier = self.pending.get(key)
+        merged = change if earlier is None else _merged(earlier, change)
+        if merged is None:
+            self.flush(own=key == self.own)
+            merged = change
+        self.pending[key] = merged
+
+    def flush(self, *, own: bool) -> None:
+        """Write what is gathered (`own`: the conversation's row too, last)."""
+        mine = self.pending.pop(self.own, None)
+        for change in self.pending.values():
+            self.writes.change(change)
+        self.pending = {}
+        if mine is not None:
+            if own:
+                self.writes.change(mine)
+            else:
+                self.pending[self.own] = mine
+
+    def close(self, head: Change, *, moved_from: tuple[int, str] | None, fence: tuple[str, int] | None) -> None:
+        """Write the rest, the conversation's row with the new `head` (with `moved_from`: only if its head is still that)."""
+        mine = self.pending.get(self.own)
+        last = head if mine is None else _merged(mine, head)
+        if last is None or last.create is not None:
+            self.flush(own=True)
+            last = head
+        else:
+            self.pending.pop(self.own, None)
+            self.flush(own=False)
+        self.writes.update_own_row(last, moved_from=moved_from, fence=fence)
+
+
+def _merged(earlier: Change, later: Change) -> Change | None:
+    """One change doing what `earlier` then `later` do to the same row, or None when they do not merge."""
+    if later.create is not None:
+        return None
+    if earlier.create is not None:
+        if later.incr or later.append or later.discard:
+            return None
+        return Change(earlier.store, earlier.key, create={**earlier.create, **later.set})
+    if earlier.discard or later.discard:
+        return None
+
+    def columns(change: Change) -> dict[str, str]:
+        found = {name: "set" for name in change.set}
+        found.update((name.split(".", 1)[0], "incr." if "." in name else "incr") for name in change.incr)
+        found.update((name, "append") for name in change.append)
+        return found
+
+    mine, theirs = columns(earlier), columns(later)
+    if any(mine[name] != theirs[name] for name in mine.keys() & theirs.keys()):
+        return None
+    return Change(
+        earlier.store, earlier.key,
+        set={**earlier.set, **later.set},
+        incr={name: earlier.incr.get(name, 0) + later.incr.get(name, 0) for name in {**earlier.incr, **later.incr}},
+        append={name: _Items([*_items(earlier.append, name), *_items(later.append, name)])
+                for name in {**earlier.append, **later.append}},
+    )
+
+
+class _Items(list):
+    """The items of appends to one JSON list that were merged: appended in order by one assignment."""
+
+
+def _items(append: dict[str, Any], name: str) -> list:
+    if name not in append:
+        return []
+    item = append[name]
+    return list(item) if isinstance(item, _Items) else [item]
 
 
 class _Writes:
@@ -296,7 +361,7 @@ class _Writes:
         self.statements.append((f"INSERT INTO {table.name} ({columns}) VALUES {values}", params, None))
 
     def update_own_row(
-        self, own: _OwnRow, *, moved_from: tuple[int, str] | None = None, fence: tuple[str, int] | None = None
+        self, own: Change, *, moved_from: tuple[int, str] | None = None, fence: tuple[str, int] | None = None
     ) -> None:
         """Update the conversation row; with `moved_from`, only if its head is still that and `fence` holds."""
         guard: tuple[str, list[Any], Exception] | None = None
@@ -308,9 +373,7 @@ class _Writes:
                 [*moved_from, lease_table.value("conversation_id", self.cid, self.db), *fence],
                 HeadMoved(self.cid),
             )
-        self.change(Change(self.head, (self.cid,), set=dict(own.set), incr=dict(own.incr)), guard=guard)
-        own.set.clear()
-        own.incr.clear()
+        self.change(own, guard=guard)
 
     def change(self, change: Change, *, guard: tuple[str, list[Any], Exception] | None = None) -> None:
         table = sql.table(MODELS[change.store])
@@ -340,8 +403,14 @@ class _Writes:
             assignments.append(f"{table.column(outer)} = {expression}")
             params += values
         for name, item in change.append.items():
-            assignments.append(f"{table.column(name)} = {dialect['append'].format(column=table.column(name))}")
-            params.append(table.value(name, [item], self.db) if self.pg else _json_text(item))
+            items = item if isinstance(item, _Items) else [item]
+            if self.pg:
+                assignments.append(f"{table.column(name)} = {dialect['append'].format(column=table.column(name))}")
+                params.append(table.value(name, list(items), self.db))
+            else:
+                pairs = ", ".join(["'$[#]', json(%s)"] * len(items))
+                assignments.append(f"{table.column(name)} = {dialect['append'].format(column=table.column(name), items=pairs)}")
+                params += [_json_text(one) for one in items]
         for name, item in change.discard.items():
             assignments.append(f"{table.column(name)} = {dialect['discard'].format(column=table.column(name))}")
             params.append(_json_text(item))
@@ -463,7 +532,7 @@ _PG_JSON = {
 }
 _SQLITE_JSON = {
     "incr": "json_set({expression}, '$.\"' || %s || '\"', COALESCE(json_extract({column}, '$.\"' || %s || '\"'), 0) + %s)",
-    "append": "json_insert({column}, '$[#]', json(%s))",
+    "append": "json_insert({column}, {items})",
     "discard": (
         "(SELECT json_group_array(json(e.item)) FROM (SELECT CASE WHEN j.type IN ('object', 'array') THEN j.value"
         " ELSE json_quote(j.value) END AS item FROM json_each({column}) AS j ORDER BY j.key) AS e WHERE e.item <> json(%s))"
@@ -496,14 +565,6 @@ def _insert_text(model: type[models.Model], names: tuple[str, ...]) -> str:
     """The INSERT of one row into the fields `names` (attnames): one text per table and set of fields."""
     table = sql.table(model)
     return f"INSERT INTO {table.name} ({', '.join(table.column(n) for n in names)}) VALUES ({', '.join(['%s'] * len(names))})"
-
-
-def _plain_own_row(conversation_id: str, change: Change) -> bool:
-    """A change that only sets or adds to plain fields of the conversation row itself."""
-    return (
-        change.store == head_store() and change.create is None and str(change.key[0]) == conversation_id
-        and not change.append and not change.discard and all("." not in name for name in change.incr)
-    )
 
 
 def _apply(conversation_id: str, change: Change) -> None:
