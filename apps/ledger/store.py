@@ -268,6 +268,11 @@ class _Gathered:
 
     def add(self, change: Change) -> None:
         key = (change.store, tuple(str(part) for part in change.key))
+        if key == self.own and change.create is not None:
+            # The conversation's row made by this append: written in its place, before the rows that refer to it.
+            self.flush(own=True)
+            self.writes.change(change)
+            return
         earlier = self.pending.get(key)
         merged = change if earlier is None else _merged(earlier, change)
         if merged is None:
@@ -291,7 +296,7 @@ class _Gathered:
         """Write the rest, the conversation's row with the new `head` (with `moved_from`: only if its head is still that)."""
         mine = self.pending.get(self.own)
         last = head if mine is None else _merged(mine, head)
-        if last is None or last.create is not None:
+        if last is None:
             self.flush(own=True)
             last = head
         else:
