@@ -36,6 +36,18 @@ def support(make_assistant):
     return make_assistant(handoff=HANDOFF, model={**SUPPORT_CONFIG["model"], "rules": RULES})
 
 
+@pytest.fixture
+def rounds(make_assistant):
+    """Two rounds of a read-only tool, then a reply: a run of several steps that need control."""
+    return make_assistant(handoff=HANDOFF, step_budget=8, model={"provider": "scripted", "rules": [
+        {"match": "order", "steps": [
+            {"call": "lookup_order", "arguments": {"round": 1}},
+            {"call": "lookup_order", "arguments": {"round": 2}},
+            {"say": "Done: {result}"},
+        ]},
+    ]}, tools=[{"name": "lookup_order", "kind": "server", "action": "echo"}])
+
+
 def state(conversation_id):
     return conversation_state(queries.conversation_for(conversation_id), receipts=True)
 
@@ -210,18 +222,11 @@ class TestTheAgentFallsSilent:
         assert_record_holds(cid)
 
     def test_a_person_who_takes_over_between_two_steps_gets_the_run_at_its_next_commit(
-        self, start, make_assistant, clock, monkeypatch
+        self, start, rounds, clock, monkeypatch
     ):
         # The take-over commits just after the run's first model round did. The run's next round
         # goes on its own head without reading control first; its commit must find the head moved,
         # read control under the row lock and stop there.
-        rounds = make_assistant(handoff=HANDOFF, step_budget=8, model={"provider": "scripted", "rules": [
-            {"match": "order", "steps": [
-                {"call": "lookup_order", "arguments": {"round": 1}},
-                {"call": "lookup_order", "arguments": {"round": 2}},
-                {"say": "Done: {result}"},
-            ]},
-        ]}, tools=[{"name": "lookup_order", "kind": "server", "action": "echo"}])
         with override_settings(WAYPOINT_RUNNER="none"):
             cid = start("where is my order", assistant=rounds)["conversation_id"]
         taken = []
@@ -241,14 +246,7 @@ class TestTheAgentFallsSilent:
         assert log[-1] == "turn_handed_off"
         assert_record_holds(cid)
 
-    def test_a_run_on_its_own_heads_reads_control_only_as_it_begins(self, start, make_assistant):
-        rounds = make_assistant(handoff=HANDOFF, step_budget=8, model={"provider": "scripted", "rules": [
-            {"match": "order", "steps": [
-                {"call": "lookup_order", "arguments": {"round": 1}},
-                {"call": "lookup_order", "arguments": {"round": 2}},
-                {"say": "Done: {result}"},
-            ]},
-        ]}, tools=[{"name": "lookup_order", "kind": "server", "action": "echo"}])
+    def test_a_run_on_its_own_heads_reads_control_only_as_it_begins(self, start, rounds):
         cid = start("hello", assistant=rounds)["conversation_id"]
         read = []
 
