@@ -228,8 +228,12 @@ def _drive_once(conversation_id: str, *, recovering: bool, held: lease.Held | No
             except Exception as exc:  # noqa: BLE001 - a run that fails for any reason is retried a bounded number of times
                 log.exception("run %s of conversation %s failed", run.run_id, conversation_id)
                 retry = ""
-                if _retry_after_error(conversation_id, run, held, exc):
-                    continue
+                try:
+                    if _retry_after_error(conversation_id, run, held, exc):
+                        continue
+                except HandedOff:
+                    # A person took the conversation meanwhile: the run stops now, not after recovery finds it.
+                    released = _hand_off(conversation_id, run, held)
             retry = ""
             if released:
                 break  # the run's last commit gave the lease up: another run needs a lease of its own

@@ -221,6 +221,35 @@ class TestTheAgentFallsSilent:
         assert "model_round" not in kinds(cid) and "action_started" not in kinds(cid)
         assert_record_holds(cid)
 
+    def test_a_run_that_fails_after_a_take_over_is_handed_off_not_retried(self, start, support, clock, monkeypatch,
+                                                                          settings):
+        # An unexpected error is retried with a `turn_retried` entry: a step of the agent's, which
+        # finds control taken under the row lock. The run stops then, in that drive.
+        settings.WAYPOINT_RUN_RETRY_SECONDS = 0
+        with override_settings(WAYPOINT_RUNNER="none"):
+            cid = start("refund please", assistant=support)["conversation_id"]
+        real = runner.provider_for
+
+        def taken_then_broken(config):
+            provider = real(config)
+
+            def complete(request, on_draft=None):
+                handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=clock())
+                raise RuntimeError("the model's client broke")
+
+            provider.complete = complete
+            return provider
+
+        monkeypatch.setattr(runner, "provider_for", taken_then_broken)
+
+        runner.drive(cid)
+
+        log = kinds(cid)
+        assert state(cid)["run_status"] == "handed_off"
+        assert "turn_retried" not in log and "model_round" not in log
+        assert log.index("control_taken") < log.index("turn_handed_off")
+        assert_record_holds(cid)
+
     def test_a_person_who_takes_over_between_two_steps_gets_the_run_at_its_next_commit(
         self, start, rounds, clock, monkeypatch
     ):
