@@ -55,7 +55,7 @@ from apps.ledger.types import (
     TurnSuperseded,
 )
 from apps.people.queries import participants
-from apps.runs.machine import CONTINUABLE, RunStatus
+from apps.runs.machine import CONTINUABLE
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.runs.statements import has_open_run
 from apps.workspaces.actions import opening_runtime, reopen_events
@@ -104,15 +104,11 @@ def load_demo(*, base_url: str, allowed_origins: list[str] | None = None, model:
 # --- turns -------------------------------------------------------------------------------------
 
 
-def _kick_after_commit(conversation_id: str, fault: str = "after_batch_one", dispatched: WorkflowLog | None = None) -> None:
-    """
-    Hand the conversation to the runner once this transaction commits, with the lease taken in it.
-
-    `dispatched`: the run this transaction dispatched, when it is the only one running (batch one).
-    """
+def _kick_after_commit(conversation_id: str, fault: str = "after_batch_one") -> None:
+    """Hand the conversation to the runner once this transaction commits, with the lease taken in it."""
     held = runner.claim(conversation_id)
     transaction.on_commit(partial(faults.reach, fault))
-    transaction.on_commit(partial(runner.kick, conversation_id, held, dispatched))
+    transaction.on_commit(partial(runner.kick, conversation_id, held))
 
 
 def _batch_one(
@@ -152,11 +148,6 @@ def _batch_one(
     recorded = store.append(conversation, events, turn_id=turn_id, actor=persona, now=now,
                             then=[opening_runtime(conversation_id=conversation_id, now=now)])
     broadcast.on_commit(conversation_id, recorded[-1].seq)
-    # A turn starts only when no other run is open (`_check_can_start`), so its run is the one the runner drives.
-    _kick_after_commit(conversation_id, dispatched=WorkflowLog(
-        run_id=run_id, conversation_id=conversation_id, turn_id=turn_id, caller=persona, status=RunStatus.RUNNING,
-        dispatched_seq=next(r.seq for r in recorded if r.kind == TurnDispatched.kind),
-    ))
     return {"conversation_id": conversation_id, "turn_id": turn_id, "run_id": run_id, "seq": recorded[-1].seq}
 
 
@@ -199,6 +190,7 @@ def start_conversation(
             )
             out["token"] = tokens.issue(conversation_id=conversation_id, persona=persona, edge=edge)
             conversation_actions.remember(idempotency, conversation_id, out, 201)
+            _kick_after_commit(conversation_id)
             return out
 
     return conversation_actions.once(idempotency, write)
@@ -276,6 +268,7 @@ def _new_turn(
                 idempotency=idempotency, now=now, conversation=conversation,
             )
             conversation_actions.remember(idempotency, str(conversation.id), out, 202)
+            _kick_after_commit(str(conversation.id))
             return out
 
     return conversation_actions.once(idempotency, write)

@@ -130,17 +130,13 @@ def claim(conversation_id: str) -> lease.Held | None:
                          seconds=settings.WAYPOINT_LEASE_SECONDS, only_free=True)
 
 
-def kick(conversation_id: str, held: lease.Held | None = None, dispatched: WorkflowLog | None = None) -> None:
-    """
-    Have this process drive a conversation whose runs may have work to do (under `held`, from `claim`).
-
-    `dispatched`: the run the kicking commit dispatched, when it was the only one running then.
-    """
+def kick(conversation_id: str, held: lease.Held | None = None) -> None:
+    """Have this process drive a conversation whose runs may have work to do (under `held`, from `claim`)."""
     mode = settings.WAYPOINT_RUNNER
     if mode == "inline":
-        drive(conversation_id, held=held, dispatched=dispatched)
+        drive(conversation_id, held=held)
     elif mode == "thread":
-        _workers().submit(_drive_in_worker, conversation_id, False, held, dispatched)
+        _workers().submit(_drive_in_worker, conversation_id, False, held)
 
 
 def _workers() -> ThreadPoolExecutor:
@@ -151,11 +147,10 @@ def _workers() -> ThreadPoolExecutor:
         return _pool
 
 
-def _drive_in_worker(conversation_id: str, recovering: bool, held: lease.Held | None = None,
-                     dispatched: WorkflowLog | None = None) -> None:
+def _drive_in_worker(conversation_id: str, recovering: bool, held: lease.Held | None = None) -> None:
     close_old_connections()
     try:
-        drive(conversation_id, recovering=recovering, held=held, dispatched=dispatched)
+        drive(conversation_id, recovering=recovering, held=held)
     except Exception:
         log.exception("driving conversation %s failed", conversation_id)
     finally:
@@ -193,8 +188,7 @@ class _Heartbeat(threading.Thread):
             connection.close()
 
 
-def drive(conversation_id: str, *, recovering: bool = False, held: lease.Held | None = None,
-          dispatched: WorkflowLog | None = None) -> None:
+def drive(conversation_id: str, *, recovering: bool = False, held: lease.Held | None = None) -> None:
     """
     Execute a conversation's running runs, oldest first, as its single writer.
 
@@ -202,16 +196,14 @@ def drive(conversation_id: str, *, recovering: bool = False, held: lease.Held | 
     run is retried (`turn_retried`) unless its outcome is ambiguous. `held`: the lease the kicking
     commit took (`claim`); otherwise it is acquired here. Returns at once when another process
     holds the lease; in thread mode this process looks again when that lease would expire, in
-    case its holder died. `dispatched`: the run to start with, when the kicking commit dispatched
-    it as the only one running (nothing else can start a run while it is open).
+    case its holder died.
     """
     with _locks.hold(conversation_id):
-        while _drive_once(conversation_id, recovering=recovering, held=held, dispatched=dispatched):
-            recovering, held, dispatched = False, None, None
+        while _drive_once(conversation_id, recovering=recovering, held=held):
+            recovering, held = False, None
 
 
-def _drive_once(conversation_id: str, *, recovering: bool, held: lease.Held | None,
-                dispatched: WorkflowLog | None = None) -> bool:
+def _drive_once(conversation_id: str, *, recovering: bool, held: lease.Held | None) -> bool:
     """Drive under one lease; True when a run was dispatched after the last look and needs another pass."""
     held = held or lease.acquire(
         conversation_id=conversation_id, holder=HOLDER, now=timezone.now(), seconds=settings.WAYPOINT_LEASE_SECONDS
@@ -225,7 +217,7 @@ def _drive_once(conversation_id: str, *, recovering: bool, held: lease.Held | No
     try:
         # A holder that never released the lease died mid-drive: its run resumes as a retry too.
         retry = "recovery" if recovering else "takeover" if held.previous_holder else ""
-        run = dispatched or oldest_running(conversation_id)
+        run = oldest_running(conversation_id)
         while run is not None:
             try:
                 released = execute_run(run, held, retry=retry)

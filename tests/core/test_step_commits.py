@@ -18,7 +18,6 @@ from apps.ledger import store
 from apps.ledger.replay import replay, verify
 from apps.ledger.sql import STATEMENT_SEPARATOR
 from apps.people import actions as people
-from apps.runs.statements import OLDEST_RUNNING
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
@@ -131,23 +130,6 @@ class TestCommitsPerTurn:
         assert {"ledger_event", "conversations_lease"} <= written[-1]
         assert all("conversations_lease" not in tables for tables in written[1:-1])
         assert verify(cid).ok and replay(cid).ok
-
-    def test_the_drive_batch_one_kicks_starts_with_its_run_and_looks_for_another_once(self, start, make_assistant):
-        cid = start("hello", assistant=make_assistant(**THREE_ROUNDS))["conversation_id"]
-        looks = []
-
-        def watch(execute, sql, params, many, context):
-            if sql == OLDEST_RUNNING.text:
-                looks.append(params)
-            return execute(sql, params, many, context)
-
-        with connection.execute_wrapper(watch):
-            out = actions.start_turn(conversation_id=cid, message="where is my order", persona="guest:alice", edge="api",
-                                     now=timezone.now())
-
-        assert len(looks) == 1  # after its lease is given up, for a run dispatched meanwhile
-        state = conversation_state(queries.conversation_for(cid))
-        assert state["run_id"] == out["run_id"] and state["run_status"] == "completed"
 
     def test_a_run_that_pauses_for_an_approval_gives_the_lease_up_with_the_request(self, start, make_assistant):
         approval = {**THREE_ROUNDS, "tools": [{"name": "lookup_order", "kind": "server", "action": "echo",
