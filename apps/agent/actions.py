@@ -58,7 +58,7 @@ from apps.people.queries import participants
 from apps.runs.machine import CONTINUABLE
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.runs.statements import has_open_run
-from apps.workspaces.actions import opening_runtime, reopen_events
+from apps.workspaces.actions import open_runtime, reopen_events
 
 
 def check_assistant_config(config: Any) -> dict[str, Any]:
@@ -145,9 +145,9 @@ def _batch_one(
                 required_approver=directive.get("required_approver", ""),
             )
         )
-    recorded = store.append(conversation, events, turn_id=turn_id, actor=persona, now=now,
-                            then=[opening_runtime(conversation_id=conversation_id, now=now)])
+    recorded = store.append(conversation, events, turn_id=turn_id, actor=persona, now=now)
     broadcast.on_commit(conversation_id, recorded[-1].seq)
+    open_runtime(conversation_id=conversation_id, now=now)
     return {"conversation_id": conversation_id, "turn_id": turn_id, "run_id": run_id, "seq": recorded[-1].seq}
 
 

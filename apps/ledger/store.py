@@ -91,7 +91,6 @@ def append(
     actor: str = "",
     now: datetime,
     lease: tuple[str, int] | None = None,
-    then: list[tuple[sql.Statement, tuple]] = (),
 ) -> list[Recorded]:
     """
     Append entries on a conversation the caller has locked, and apply what they imply to the stores.
@@ -100,8 +99,7 @@ def append(
     in this transaction (`conversations.actions.locked`), whose `head_seq`/`head_hash` are the head
     the entries chain on; a conversation being created is its unsaved row (head 0, GENESIS). Its
     head is moved on in place. With `lease` (holder, version) the append also checks that this
-    writer's lease still holds. The statements of `then` (with their values) go after the append's
-    own, in its round trip.
+    writer's lease still holds.
     :raises LeaseLost: `lease` no longer holds the conversation
     """
     _in_transaction()
@@ -109,8 +107,7 @@ def append(
     head = (conversation.head_seq, conversation.head_hash)
     if lease is not None:
         _lock_head(cid, lease, head)
-    recorded, (conversation.head_seq, conversation.head_hash) = _write(cid, events, turn_id=turn_id, actor=actor, now=now,
-                                                                       head=head, then=then)
+    recorded, (conversation.head_seq, conversation.head_hash) = _write(cid, events, turn_id=turn_id, actor=actor, now=now, head=head)
     return recorded
 
 

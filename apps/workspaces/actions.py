@@ -24,7 +24,6 @@ from apps.conversations.actions import locked
 from apps.conversations.errors import BadInput, NotFound
 from apps.conversations.models import Conversation, Lease
 from apps.ledger import store
-from apps.ledger.sql import Statement
 from apps.ledger.types import (
     ActionFinished,
     ActionStarted,
@@ -153,12 +152,9 @@ def reopen_events(*, conversation_id: str) -> list[EventKind]:
     return [ConversationReopened(closed_seq=closed_seq) for closed_seq, _ in found]
 
 
-def opening_runtime(*, conversation_id: str, now: datetime) -> tuple[Statement, tuple]:
-    """
-    The statement that makes sure a conversation taking a turn has an open runtime record, and its
-    values: sent with batch one's append, in its round trip (`store.append`'s `then`).
-    """
-    return statements.OPEN_RUNTIME, (conversation_id, now)
+def open_runtime(*, conversation_id: str, now: datetime) -> None:
+    """Make sure a conversation taking a turn has an open runtime record (after batch one's append)."""
+    statements.OPEN_RUNTIME.execute(conversation_id, now)
 
 
 def close_if_idle(*, conversation_id: str, now: datetime) -> bool:
