@@ -35,23 +35,20 @@ def acquire(*, conversation_id: str, holder: str, now: datetime, seconds: float,
     Returns None when another live holder has it. Inside a transaction it commits with that
     transaction: a turn's batch one and the lease of the drive that runs it are one commit.
     """
-    expires_at = now + timedelta(seconds=seconds)
-    taken = statements.TAKE_FREE_LEASE.rows(holder, expires_at, conversation_id)
-    if taken:
-        return Held(holder=holder, version=taken[0][0], previous_holder="")
-    # Held, expired, or never taken: read it, and take it only if nobody did since.
     row = _row(conversation_id)
     if row is None:
         try:
             with transaction.atomic():
-                Lease.objects.create(conversation_id=conversation_id, holder=holder, version=1, expires_at=expires_at)
+                Lease.objects.create(conversation_id=conversation_id, holder=holder, version=1,
+                                     expires_at=now + timedelta(seconds=seconds))
             return Held(holder=holder, version=1, previous_holder="")
         except IntegrityError:
             row = _row(conversation_id)  # created concurrently by another process: take it as it is now
-    current_holder, version, held_until = row
-    if current_holder and held_until and held_until > now and (only_free or current_holder != holder):
+    current_holder, version, expires_at = row
+    if current_holder and expires_at and expires_at > now and (only_free or current_holder != holder):
         return None
-    if statements.TAKE_LEASE.execute(holder, version + 1, expires_at, conversation_id, version) != 1:
+    taken = statements.TAKE_LEASE.execute(holder, version + 1, now + timedelta(seconds=seconds), conversation_id, version)
+    if taken != 1:
         return None
     previous = current_holder if current_holder != holder else ""
     return Held(holder=holder, version=version + 1, previous_holder=previous)

@@ -46,18 +46,6 @@ TAKE_LEASE = Statement(
     params=("leases.holder", "leases.version", "leases.expires_at", "leases.conversation", "leases.version"),
 )
 
-# The usual take: a lease its last holder gave up, taken in one statement with its new version.
-TAKE_FREE_LEASE = Statement(
-    """
-    UPDATE {leases} SET {leases.holder} = %s, {leases.version} = {leases.version} + 1, {leases.expires_at} = %s
-    WHERE {leases.conversation} = %s AND {leases.holder} = ''
-    RETURNING {leases.version}
-    """,
-    tables={"leases": Lease},
-    params=("leases.holder", "leases.expires_at", "leases.conversation"),
-    returns=("leases.version",),
-)
-
 RENEW_LEASE = Statement(
     """
     UPDATE {leases} SET {leases.expires_at} = %s
