@@ -407,11 +407,11 @@ class _Writes:
         for outer, (expression, values) in nested.items():
             assignments.append(f"{table.column(outer)} = {expression}")
             params += values
-        for name, item in change.append.items():
-            items = item if isinstance(item, _Items) else [item]
+        for name in change.append:
+            items = _items(change.append, name)
             if self.pg:
                 assignments.append(f"{table.column(name)} = {dialect['append'].format(column=table.column(name))}")
-                params.append(table.value(name, list(items), self.db))
+                params.append(table.value(name, items, self.db))
             else:
                 pairs = ", ".join(["'$[#]', json(%s)"] * len(items))
                 assignments.append(f"{table.column(name)} = {dialect['append'].format(column=table.column(name), items=pairs)}")
