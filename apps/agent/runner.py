@@ -160,32 +160,73 @@ def _drive_in_worker(conversation_id: str, recovering: bool, held: lease.Held | 
         connection.close()
 
 
-class _Heartbeat(threading.Thread):
-    """Renews the lease while a step (a slow model or action) runs."""
+class _Renewals:
+    """
+    Renews the leases this process's drives hold while their steps run (a slow model or action).
 
-    def __init__(self, conversation_id: str, held: lease.Held):
-        super().__init__(daemon=True, name=f"lease-{conversation_id[:8]}")
-        self.conversation_id, self.held = conversation_id, held
-        self.stopped = threading.Event()
-        self.lost = threading.Event()
+    One thread for all of them: a thread started and joined per drive cost about half a
+    millisecond a turn, and most drives end before their first renewal is due. A renewal that
+    finds the lease gone (released, or taken by another writer) stops renewing it; the drive
+    learns of the loss from its next commit, which checks the lease.
+    """
 
-    def run(self) -> None:
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._due: dict[str, tuple[lease.Held, float]] = {}  # conversation -> (its lease, when to renew it)
+        self._wakes_at = float("inf")
+        self._pid = 0
+
+    def keep(self, conversation_id: str, held: lease.Held) -> None:
+        at = time.monotonic() + settings.WAYPOINT_LEASE_SECONDS / 3
+        with self._changed:
+            if self._pid != os.getpid():  # not started yet, or started in the process this one forked from
+                self._pid, self._wakes_at = os.getpid(), float("inf")
+                threading.Thread(target=self._run, daemon=True, name="lease-renewals").start()
+            self._due[conversation_id] = (held, at)
+            if at < self._wakes_at:
+                self._changed.notify()
+
+    def drop(self, conversation_id: str) -> None:
+        """Stop renewing; a renewal already sent meanwhile is harmless: it cannot outlive a release."""
+        with self._changed:
+            self._due.pop(conversation_id, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                due = self._wait_for_due()
+                period = settings.WAYPOINT_LEASE_SECONDS / 3
+                for conversation_id, held in due:
+                    self._due[conversation_id] = (held, time.monotonic() + period)
+            for conversation_id, held in due:
+                self._renew(conversation_id, held)
+            connection.close()  # no connection held between renewals, seconds apart
+
+    def _wait_for_due(self) -> list[tuple[str, lease.Held]]:
+        while True:
+            now = time.monotonic()
+            due = [(conversation_id, held) for conversation_id, (held, at) in self._due.items() if at <= now]
+            if due:
+                return due
+            self._wakes_at = min((at for _, at in self._due.values()), default=float("inf"))
+            self._changed.wait(None if self._wakes_at == float("inf") else self._wakes_at - now)
+            self._wakes_at = float("inf")
+
+    def _renew(self, conversation_id: str, held: lease.Held) -> None:
         try:
-            while not self.stopped.wait(settings.WAYPOINT_LEASE_SECONDS / 3):
-                try:
-                    ok = lease.renew(
-                        conversation_id=self.conversation_id, held=self.held, now=timezone.now(),
-                        seconds=settings.WAYPOINT_LEASE_SECONDS,
-                    )
-                except Exception:  # noqa: BLE001 - one failed renewal must not let the lease lapse silently
-                    log.warning("renewing the lease of %s failed; trying again", self.conversation_id, exc_info=True)
-                    connection.close()
-                    continue
-                if not ok:
-                    self.lost.set()
-                    return
-        finally:
+            ok = lease.renew(conversation_id=conversation_id, held=held, now=timezone.now(),
+                             seconds=settings.WAYPOINT_LEASE_SECONDS)
+        except Exception:  # noqa: BLE001 - one failed renewal must not let the lease lapse silently
+            log.warning("renewing the lease of %s failed; trying again", conversation_id, exc_info=True)
             connection.close()
+            return
+        if not ok:
+            with self._changed:
+                if self._due.get(conversation_id, (None,))[0] == held:
+                    del self._due[conversation_id]
+
+
+_renewals = _Renewals()
 
 
 def drive(conversation_id: str, *, recovering: bool = False, held: lease.Held | None = None) -> None:
@@ -211,8 +252,7 @@ def _drive_once(conversation_id: str, *, recovering: bool, held: lease.Held | No
     if held is None:
         _look_again_at_expiry(conversation_id)
         return False
-    heartbeat = _Heartbeat(conversation_id, held)
-    heartbeat.start()
+    _renewals.keep(conversation_id, held)
     drained = released = False
     try:
         # A holder that never released the lease died mid-drive: its run resumes as a retry too.
@@ -247,8 +287,7 @@ def _drive_once(conversation_id: str, *, recovering: bool, held: lease.Held | No
     except LeaseLost:
         log.warning("lost the lease of conversation %s; another process continues", conversation_id)
     finally:
-        heartbeat.stopped.set()
-        heartbeat.join()
+        _renewals.drop(conversation_id)
         if not released:
             lease.release(conversation_id=conversation_id, held=held)
     # A turn dispatched between our last look and the release had its own kick refused by our
@@ -334,7 +373,7 @@ def _retry_after_error(conversation_id: str, run: WorkflowLog, held: lease.Held,
         return False
     marker = TurnRetried(run_id=run.run_id, attempt=state.retries + 1, after_seq=events[-1].seq, reason=reason)
     _append(conversation_id, run.turn_id, [marker], held, journal)
-    time.sleep(settings.WAYPOINT_RUN_RETRY_SECONDS * 2**retries)  # the heartbeat keeps the lease meanwhile
+    time.sleep(settings.WAYPOINT_RUN_RETRY_SECONDS * 2**retries)  # the lease is renewed meanwhile (_Renewals)
     return True
 
 
