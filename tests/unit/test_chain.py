@@ -25,6 +25,17 @@ KEY = chain.signing_key_from_seed(base64.b64encode(b"k" * 32).decode())
 KEYS = {KEY.key_id: KEY.public}
 
 
+class TestSigning:
+    @pytest.mark.parametrize("seed", [b"k" * 32, bytes(range(32)), bytes(32)])
+    def test_signs_as_the_ed25519_of_openssl_does_and_verifies_with_the_public_key(self, seed):
+        key = chain.signing_key_from_seed(base64.b64encode(seed).decode())
+        for n in range(20):
+            digest = chain.entry_hash(chain.GENESIS, f"entry {n}".encode())
+            signature = key.sign(digest)
+            assert base64.b64decode(signature) == key.private.sign(bytes.fromhex(digest))
+            assert chain.signature_valid(key.public, digest, signature)
+
+
 class TestVerifyChain:
     def test_accepts_an_untouched_chain(self):
         entries = _entries(5, KEY)
