@@ -181,6 +181,7 @@ class _Renewals:
         with self._changed:
             if self._pid != os.getpid():  # not started yet, or started in the process this one forked from
                 self._pid, self._wakes_at = os.getpid(), float("inf")
+                self._due.clear()  # a parent's drives are not this process's to keep
                 threading.Thread(target=self._run, daemon=True, name="lease-renewals").start()
             self._due[conversation_id] = (held, at)
             if at < self._wakes_at:
@@ -200,7 +201,10 @@ class _Renewals:
                     self._due[conversation_id] = (held, time.monotonic() + period)
             for conversation_id, held in due:
                 self._renew(conversation_id, held)
-            connection.close()  # no connection held between renewals, seconds apart
+            try:
+                connection.close()  # no connection held between renewals, seconds apart
+            except Exception:  # noqa: BLE001 - this thread renews every drive's lease: it must not end
+                log.warning("closing the lease renewals' connection failed", exc_info=True)
 
     def _wait_for_due(self) -> list[tuple[str, lease.Held]]:
         while True:
