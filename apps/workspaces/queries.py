@@ -147,13 +147,6 @@ def _closure(conversation_id: str, found: list[tuple]) -> Closure | None:
     return Closure(conversation_id=conversation_id, closed_seq=closed_seq, closed_at=closed_at)
 
 
-def lifecycle_phase(conversation: Conversation) -> str:
-    """`completed`, `closed` (idle; the next turn reopens it) or `open`."""
-    if conversation.status == "completed":
-        return "completed"
-    return "closed" if open_closure(str(conversation.id)) is not None else "open"
-
-
 def display_phase(phase: str, run: WorkflowLog | None) -> str:
     """The one-word display phase: Completed, Closed, Interrupted, Waiting or Active."""
     if phase == "completed":
