@@ -63,6 +63,7 @@ def test_a_head_published_from_a_writers_thread_reaches_a_socket_subscribed_thro
 def test_a_stalled_redis_costs_a_writer_one_timeout_and_publishing_resumes_after_it_answers(
         settings, servers, monkeypatch, caplog):
     monkeypatch.setattr(broadcast._RedisPublisher, "QUIET_SECONDS", 0.5)
+    monkeypatch.setattr(broadcast._RedisPublisher, "TIMEOUT_SECONDS", 0.3)
     redis = servers()
     layer = use_layer(settings, [redis.url])
     assert received(layer, "conversation-1", 1)["seq"] == 1
@@ -74,7 +75,7 @@ def test_a_stalled_redis_costs_a_writer_one_timeout_and_publishing_resumes_after
         spent = time.monotonic() - began
     finally:
         os.kill(redis.proc.pid, signal.SIGCONT)
-    assert spent < 1.5, f"ten commits waited {spent:.1f} s for a stalled Redis"
+    assert spent < 1.5, f"ten commits waited {spent:.1f} s for a stalled Redis (one timeout is 0.3 s)"
     assert "state.changed push to conversation conversation-1 failed" in caplog.text
     time.sleep(0.6)
     assert received(layer, "conversation-1", 12)["seq"] == 12
