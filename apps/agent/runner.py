@@ -222,7 +222,8 @@ class _Renewals:
                              seconds=settings.WAYPOINT_LEASE_SECONDS)
         except Exception:  # noqa: BLE001 - one failed renewal must not let the lease lapse silently
             log.warning("renewing the lease of %s failed; trying again", conversation_id, exc_info=True)
-            connection.close()
+            with contextlib.suppress(Exception):  # a broken connection is opened again for the next one
+                connection.close()
             return
         if not ok:
             with self._changed:
