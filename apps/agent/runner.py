@@ -174,15 +174,20 @@ class _Renewals:
         self._changed = threading.Condition()
         self._due: dict[str, tuple[lease.Held, float]] = {}  # conversation -> (its lease, when to renew it)
         self._wakes_at = float("inf")
+        self._thread: threading.Thread | None = None
         self._pid = 0
 
     def keep(self, conversation_id: str, held: lease.Held) -> None:
         at = time.monotonic() + settings.WAYPOINT_LEASE_SECONDS / 3
         with self._changed:
             if self._pid != os.getpid():  # not started yet, or started in the process this one forked from
-                self._pid, self._wakes_at = os.getpid(), float("inf")
+                self._pid = os.getpid()
                 self._due.clear()  # a parent's drives are not this process's to keep
-                threading.Thread(target=self._run, daemon=True, name="lease-renewals").start()
+                self._thread = None
+            if self._thread is None or not self._thread.is_alive():
+                self._wakes_at = float("inf")
+                self._thread = threading.Thread(target=self._run, daemon=True, name="lease-renewals")
+                self._thread.start()
             self._due[conversation_id] = (held, at)
             if at < self._wakes_at:
                 self._changed.notify()
@@ -199,12 +204,12 @@ class _Renewals:
                 period = settings.WAYPOINT_LEASE_SECONDS / 3
                 for conversation_id, held in due:
                     self._due[conversation_id] = (held, time.monotonic() + period)
-            for conversation_id, held in due:
-                self._renew(conversation_id, held)
             try:
+                for conversation_id, held in due:
+                    self._renew(conversation_id, held)
                 connection.close()  # no connection held between renewals, seconds apart
             except Exception:  # noqa: BLE001 - this thread renews every drive's lease: it must not end
-                log.warning("closing the lease renewals' connection failed", exc_info=True)
+                log.warning("a round of lease renewals failed", exc_info=True)
 
     def _wait_for_due(self) -> list[tuple[str, lease.Held]]:
         while True:

@@ -17,6 +17,8 @@ from channels_redis.pubsub import RedisPubSubChannelLayer
 from channels_redis.utils import _consistent_hash, decode_hosts
 from django.conf import settings
 from django.db import transaction
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +90,9 @@ class _RedisPublisher:
     def __init__(self, layer: RedisPubSubChannelLayer, config: dict):
         self.serialize = layer.serialize
         self.prefix = config.get("prefix", "asgi")
+        # No retries: a timed-out publish costs the writer one timeout, whatever redis-py's default.
         self.shards = [redis.Redis.from_url(host["address"], socket_timeout=self.TIMEOUT_SECONDS,
-                                            socket_connect_timeout=self.TIMEOUT_SECONDS)
+                                            socket_connect_timeout=self.TIMEOUT_SECONDS, retry=Retry(NoBackoff(), 0))
                        for host in decode_hosts(config.get("hosts"))]
         self._quiet_until = 0.0
 

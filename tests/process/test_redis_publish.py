@@ -50,6 +50,8 @@ def received(layer, conversation_id: str, seq: int) -> dict:
 def test_a_head_published_from_a_writers_thread_reaches_a_socket_subscribed_through_the_layer(
         settings, servers, shards, prefix):
     layer = use_layer(settings, [servers().url for _ in range(shards)], **({"prefix": prefix} if prefix else {}))
+    broadcast.state_changed("conversation-0", 1)
+    assert broadcast._redis_publishers[layer] is not None, "published through the layer's asyncio client instead"
     by_shard: dict[int, list[str]] = {shard: [] for shard in range(shards)}
     n = 0
     while any(len(found) < 2 for found in by_shard.values()):  # two conversations on every shard
