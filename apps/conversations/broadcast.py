@@ -64,7 +64,7 @@ def _group_send(layer, group: str, message: dict) -> None:
         return
     publisher = _redis_publisher(layer)
     if publisher is not None:
-        publisher.publish(group, message)
+        publisher.publish(layer, group, message)
         return
     # Any other network layer: its own client on this process's one publishing loop (async_to_sync
     # from a worker thread would start a new loop, and a new connection, for every commit).
@@ -87,8 +87,7 @@ class _RedisPublisher:
     TIMEOUT_SECONDS = 1.0
     QUIET_SECONDS = 2.0
 
-    def __init__(self, layer: RedisPubSubChannelLayer, config: dict):
-        self.serialize = layer.serialize
+    def __init__(self, config: dict):
         self.prefix = config.get("prefix", "asgi")
         # No retries: a timed-out publish costs the writer one timeout, whatever redis-py's default.
         self.shards = [redis.Redis.from_url(host["address"], socket_timeout=self.TIMEOUT_SECONDS,
@@ -96,7 +95,7 @@ class _RedisPublisher:
                        for host in decode_hosts(config.get("hosts"))]
         self._quiet_until = 0.0
 
-    def publish(self, group: str, message: dict) -> None:
+    def publish(self, layer: RedisPubSubChannelLayer, group: str, message: dict) -> None:
         if time.monotonic() < self._quiet_until:
             return
         # The channel and shard the layer subscribes a group's sockets on (channels_redis's
@@ -104,7 +103,7 @@ class _RedisPublisher:
         channel = f"{self.prefix}__group__{group}"
         shard = self.shards[_consistent_hash(channel, len(self.shards))]
         try:
-            shard.publish(channel, self.serialize(message))
+            shard.publish(channel, layer.serialize(message))  # its format and keys, as the layer sends
         except redis.TimeoutError:
             self._quiet_until = time.monotonic() + self.QUIET_SECONDS
             raise
@@ -120,7 +119,7 @@ def _redis_publisher(layer) -> _RedisPublisher | None:
             config = settings.CHANNEL_LAYERS.get(DEFAULT_CHANNEL_LAYER, {}).get("CONFIG", {})
             plain = isinstance(layer, RedisPubSubChannelLayer) and all(
                 isinstance(host, str) or set(host) == {"address"} for host in config.get("hosts") or [])
-            _redis_publishers[layer] = _RedisPublisher(layer, config) if plain else None
+            _redis_publishers[layer] = _RedisPublisher(config) if plain else None
         return _redis_publishers[layer]
 
 
