@@ -23,12 +23,45 @@ def crashing_server():
     database.drop()
 
 
+class LatePushes:
+    """Page sockets whose pushes after a head are lost until one that shows `until` (None: none lost)."""
+
+    def __init__(self) -> None:
+        self.until: str | None = None
+
+    def route(self, socket) -> None:
+        server = socket.connect_to_server()
+        socket.on_message(server.send)
+        server.on_message(lambda message: self._forward(socket, message))
+
+    def _forward(self, socket, message) -> None:
+        lost = self.until is not None and isinstance(message, str) and "data-after=" in message and self.until not in message
+        if not lost:
+            socket.send(message)
+
+
+class LateReply:
+    """Replies to a page's request held back until `send()`."""
+
+    def __init__(self) -> None:
+        self.held = None
+
+    def hold(self, route) -> None:
+        self.held = (route, route.fetch())
+
+    def send(self) -> None:
+        route, response = self.held
+        route.fulfill(response=response)
+
+
 def test_a_server_killed_mid_turn_shows_continue_after_the_restart_and_continue_completes_a_new_turn(
     browser, crashing_server, start_conversation, screenshots, accessibility
 ):
     # Far from UTC, so a time the card shows in UTC cannot pass for the viewer's.
     context = browser.new_context(timezone_id="Asia/Kolkata")
     page = context.new_page()
+    pushes = LatePushes()
+    page.route_web_socket("**/ws/conversations/**", pushes.route)
     link = start_conversation(page, crashing_server, "I want a refund")
     page.get_by_role("button", name="Approve").click(timeout=10_000)
     assert crashing_server.wait_exit(timeout=30) == 137
@@ -42,11 +75,22 @@ def test_a_server_killed_mid_turn_shows_continue_after_the_restart_and_continue_
     expect(cards).to_contain_text("It stopped while “Refund” was under way. We are checking whether it went through")
     expect(cards).to_contain_text("sent under the same reference as before")
     screenshots(page, "interrupted")
+    # On a slow network the request Continue leads to is the first change this page sees (the
+    # pushes before it lost), and the reply to the click comes after it, showing the same request.
+    pushes.until = "This may already have been done."
+    reply = LateReply()
+    page.route("**/continue", reply.hold)
     continue_button.click()
     # The new turn goes on from the record: the refund's outcome is unknown, so it asks again, saying so.
     card = page.locator(".card.approval")
     expect(card).to_contain_text("This may already have been done.", timeout=10_000)
-    expect(card.get_by_role("heading", name="Approval needed")).to_be_focused()  # as every card that arrives by itself
+    heading = card.get_by_role("heading", name="Approval needed")
+    expect(heading).to_be_focused()  # as every card that arrives by itself
+    with page.expect_response("**/continue"):
+        reply.send()
+    page.wait_for_timeout(500)  # for the reply's swap, had it moved the focus
+    expect(heading).to_be_focused()
+    pushes.until = None
     attempted = card.locator("time")
     local = attempted.evaluate("(t) => new Date(t.dateTime).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'})")
     expect(attempted).to_have_text(local)

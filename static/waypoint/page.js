@@ -264,7 +264,7 @@
     let syncSentAt = 0;
     let lastEtag = null;
     let polling = false;
-    let cardInteraction = false;
+    let cardInteraction = null; // the card's form whose request is on its way
     let stickToBottom = true;
     let everOnline = false;
     let failedPolls = 0;
@@ -534,7 +534,7 @@
     function newCard() {
       const card = cards().find((el) => !seenCards.has(cardKey(el)));
       cards().forEach((el) => seenCards.add(cardKey(el)));
-      if (!card) return;
+      if (!card) return false;
       // The heading takes the focus (it names the request); the form keeps no name of its own,
       // which would repeat its only field's label.
       const title = card.querySelector("h2") || card;
@@ -542,20 +542,26 @@
       announce(`New request: ${title.textContent.trim()}`);
       const active = document.activeElement;
       if (!(active && active.id === "message" && active.value.trim())) title.focus({ preventScroll: true });
+      return true;
     }
 
     document.addEventListener("htmx:oobAfterSwap", (event) => {
-      const target = event.detail.target;
+      // htmx sends this to every element the message swapped so far, with this swap's details,
+      // and also when the swap was called off (an unchanged or older fragment): act once, on a swap.
+      const detail = event.detail;
+      if (!detail.shouldSwap || detail.handled) return;
+      detail.handled = true;
+      const target = detail.target;
       // A request that was not there when the visitor clicked (the one Continue leads to) is new,
       // whichever of the reply and the push brought it.
       const arrived = target && target.id === "cards" && cards().some((el) => !seenCards.has(cardKey(el)));
       if (target && target.id === "cards" && cardInteraction && !arrived) {
-        cardInteraction = false;
+        cardInteraction = null;
         cards().forEach((el) => seenCards.add(cardKey(el)));
         const field = document.querySelector("#cards input:not([type=hidden]), #cards button");
         (field || document.getElementById("message") || document.getElementById("cards")).focus({ preventScroll: true });
-      } else if (target && target.id === "cards") {
-        newCard();
+      } else if (target && target.id === "cards" && newCard()) {
+        cardInteraction = null; // what the click led to is here and has the focus; its reply moves nothing
       }
       if (target && target.id === "notices" && target.children.length) target.scrollIntoView({ block: "nearest" });
     });
@@ -595,12 +601,12 @@
     });
     document.addEventListener("htmx:beforeRequest", (event) => {
       const form = event.detail.elt;
-      if (form && form.closest && form.closest("#cards")) cardInteraction = true;
+      if (form && form.closest && form.closest("#cards")) cardInteraction = form;
     });
     document.addEventListener("htmx:afterRequest", (event) => {
       const form = event.detail.elt;
       const status = event.detail.xhr.status;
-      if (form && form.closest && form.closest("#cards")) cardInteraction = false; // its reply, if any, is swapped by now
+      if (form === cardInteraction) cardInteraction = null; // its reply, if any, is swapped by now (a push may have taken the form away)
       // A request that got no answer at all (htmx sets no `failed` then, only a status of 0).
       if (!status) showProblem(UNREACHABLE, { untilBack: true });
       else if (status < 500) clearUnreachable();
