@@ -9,6 +9,8 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from e2e.slow_network import LateReply
+
 SOCKET = re.compile(r"/ws/conversations/")
 SHOWCASE = {
     "name": "Showcase",
@@ -199,6 +201,25 @@ def test_a_page_that_missed_a_push_asks_for_the_whole_state(browser, widget_serv
     alice.close()
     bob.close()
 
+
+
+def test_the_reply_to_an_answer_overtaken_by_the_pushes_after_it_takes_no_message_away(browser, widget_server, start_conversation):
+    context = browser.new_context()
+    page = context.new_page()
+    start_conversation(page, widget_server, "I want a refund")
+    live_by(page, "ws")
+    reply = LateReply()
+    page.route("**/answer", reply.hold)
+    page.get_by_role("button", name="Approve").click(timeout=10_000)
+    log = page.get_by_role("log")
+    expect(log).to_contain_text("Refund issued", timeout=10_000)  # by push, before the reply to the click
+
+    with page.expect_response("**/answer"):
+        reply.send()  # the whole state as it was when the answer committed, before the refund
+    page.wait_for_timeout(500)  # for the reply's swap
+    expect(log).to_contain_text("Refund issued")
+    expect(page.locator("#status")).to_have_attribute("data-run-status", "completed")
+    context.close()
 
 def test_markup_in_model_output_runs_nothing_and_is_shown_as_text(browser, widget_server, start_conversation):
     context = browser.new_context()

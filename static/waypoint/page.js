@@ -496,7 +496,9 @@
       if (!target || !incoming) return;
       stickToBottom = stickToBottom || nearBottom();
       if (target.id === "transcript") {
-        if (mergeTranscript(target, incoming)) detail.shouldSwap = false;
+        // A whole transcript of an older head than the page shows (an htmx reply overtaken by a
+        // push) has nothing the page lacks: swapped in, it would take the newer messages away.
+        if (mergeTranscript(target, incoming) || Number(incoming.dataset.seq || 0) < shownSeq()) detail.shouldSwap = false;
       } else if (target.id === "status") {
         // Update the live region in place: a replaced element is not announced. Never back to an
         // older head (an htmx reply can arrive after the push of a later one).
