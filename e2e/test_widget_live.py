@@ -203,6 +203,42 @@ def test_a_page_that_missed_a_push_asks_for_the_whole_state(browser, widget_serv
 
 
 
+def test_a_page_that_missed_the_pushes_of_a_working_turn_asks_for_them_within_seconds(browser, widget_server, start_conversation):
+    # The push that ends a turn can be lost on the way (a network, a Redis that timed out). A page
+    # that shows the assistant at work and hears nothing asks for the whole state after a few
+    # seconds, not after the half-minute heartbeat of a quiet conversation.
+    context = browser.new_context()
+    page = context.new_page()
+    dropping, dropped, asked = [], [], []
+
+    def relay(ws):
+        server = ws.connect_to_server()
+
+        def to_page(message):
+            if dropping and 'data-after="' in message:
+                dropped.append(message)  # every push after a head is lost; a whole state still arrives
+                return
+            ws.send(message)
+
+        server.on_message(to_page)
+        ws.on_message(lambda message: (asked.append(message), server.send(message)))
+
+    page.route_web_socket(SOCKET, relay)
+    start_conversation(page, widget_server, "Hello")
+    expect(page.get_by_role("log")).to_contain_text("You said: Hello", timeout=10_000)
+    live_by(page, "ws")
+    dropping.append(True)
+    page.wait_for_timeout(6_000)  # a quiet conversation: the page has no reason to ask
+
+    assert "sync" not in asked
+    send(page, "Still there?")
+    expect(page.locator("#typing")).to_be_visible()
+    expect(page.get_by_role("log")).to_contain_text("You said: Still there?", timeout=12_000)
+    assert dropped and "sync" in asked
+    live_by(page, "ws")
+    context.close()
+
+
 def test_the_reply_to_an_answer_overtaken_by_the_pushes_after_it_takes_no_message_away(browser, widget_server, start_conversation):
     context = browser.new_context()
     page = context.new_page()

@@ -6,6 +6,9 @@
   "use strict";
   const POLL_MS = 2000;
   const HEARTBEAT_MS = 30000;
+  // While the page shows the assistant at work, a quiet socket is asked sooner: the push lost on
+  // the way may be the one that ends the turn.
+  const WORKING_HEARTBEAT_MS = 5000;
   const HEARTBEAT_GRACE_MS = 5000;
   const STORE_PREFIX = "waypoint:conversation:";
   const DRAFT_PREFIX = "waypoint:draft:";
@@ -261,6 +264,7 @@
     let healthy = false;
     let socket = null;
     let lastMessageAt = 0;
+    let lastReplyAt = 0; // the last answer to this page's own request: it may show a turn just started
     let syncSentAt = 0;
     let lastEtag = null;
     let polling = false;
@@ -609,6 +613,7 @@
       const form = event.detail.elt;
       const status = event.detail.xhr.status;
       if (form === cardInteraction) cardInteraction = null; // its reply, if any, is swapped by now (a push may have taken the form away)
+      lastReplyAt = Date.now();
       // A request that got no answer at all (htmx sets no `failed` then, only a status of 0).
       if (!status) showProblem(UNREACHABLE, { untilBack: true });
       else if (status < 500) clearUnreachable();
@@ -739,8 +744,14 @@
 
     // One clock for both paths: poll while the socket is not delivering; on a quiet socket ask
     // for a resync now and then, and treat silence as a broken socket (some proxies swallow them).
+    function working() {
+      const status = document.getElementById("status");
+      return Boolean(status) && status.dataset.runStatus === "running";
+    }
     function tick() {
-      if (healthy && socket && Date.now() - lastMessageAt > HEARTBEAT_MS) {
+      const quiet = Date.now() - lastMessageAt > HEARTBEAT_MS ||
+        (working() && Date.now() - Math.max(lastMessageAt, lastReplyAt) > WORKING_HEARTBEAT_MS);
+      if (healthy && socket && quiet) {
         if (syncSentAt <= lastMessageAt) {
           syncSentAt = Date.now();
           socket.send("sync");
