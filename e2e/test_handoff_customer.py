@@ -8,6 +8,8 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from e2e.slow_network import LateReply
+
 
 def api_of(server):
     """The embedding application's backend acting for the staff (`POST …/control`, `…/staff-messages`) on `server`."""
@@ -91,6 +93,27 @@ def test_a_customer_asks_for_a_person_talks_to_dana_and_is_handed_back(
     screenshots(page, "back-to-agent")
     page.context.close()
 
+
+
+def test_a_reply_older_than_a_take_over_does_not_offer_a_person_again(browser, waypoint_server, start_conversation, staff_api):
+    page = browser.new_context().new_page()
+    start_conversation(page, waypoint_server, "I want a refund")
+    reply = LateReply()
+    page.route("**/answer", reply.hold)
+    page.get_by_role("button", name="Approve").click(timeout=10_000)
+    log = page.get_by_role("log")
+    expect(log).to_contain_text("Refund issued", timeout=10_000)
+    staff_api(conversation_id(page), "control", {"action": "take", "staff": "staff:dana", "name": "Dana"})
+    expect(log).to_contain_text("Dana joined", timeout=10_000)
+    expect(page.get_by_role("button", name="Talk to a person")).to_have_count(0)
+
+    with page.expect_response("**/answer"):
+        reply.send()  # the whole state as it was when the answer committed: the agent's, a person on offer
+    page.wait_for_timeout(500)  # for the reply's swap
+    expect(page.get_by_role("button", name="Talk to a person")).to_have_count(0)
+    expect(page.locator("#status")).to_have_text("You're chatting with Dana")
+    expect(log).to_contain_text("Refund issued")
+    page.context.close()
 
 def test_the_demo_assistant_hands_over_when_asked_in_words(browser, waypoint_server, start_conversation):
     page = browser.new_context().new_page()

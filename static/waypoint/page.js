@@ -499,24 +499,25 @@
       const incoming = detail.fragment && detail.fragment.firstElementChild;
       if (!target || !incoming) return;
       stickToBottom = stickToBottom || nearBottom();
+      // A fragment of an older head than the page shows (an htmx reply overtaken by a push) never
+      // puts back what a newer one replaced: messages, requests, the offer of a person, facts.
+      const older = "seq" in incoming.dataset && Number(incoming.dataset.seq) < shownSeq();
       if (target.id === "transcript") {
-        // A whole transcript of an older head than the page shows (an htmx reply overtaken by a
-        // push) has nothing the page lacks: swapped in, it would take the newer messages away.
-        if (mergeTranscript(target, incoming) || Number(incoming.dataset.seq || 0) < shownSeq()) detail.shouldSwap = false;
+        if (mergeTranscript(target, incoming) || older) detail.shouldSwap = false;
       } else if (target.id === "status") {
         // Update the live region in place: a replaced element is not announced. Never back to an
         // older head (an htmx reply can arrive after the push of a later one).
-        if (Number(incoming.dataset.seq || 0) >= shownSeq()) {
+        if (!older) {
           Object.assign(target.dataset, incoming.dataset);
           target.innerHTML = incoming.innerHTML;
         }
         detail.shouldSwap = false;
-      } else if (target.id === "cards" && (incoming.dataset.key === target.dataset.key || Number(incoming.dataset.seq || 0) < shownSeq())) {
-        // The same requests: keep whatever is typed into them. An older head's (an htmx reply
-        // overtaken by a push): never put back what the newer one replaced.
+      } else if (target.id === "cards" && (incoming.dataset.key === target.dataset.key || older)) {
+        detail.shouldSwap = false; // the same requests: keep whatever is typed into them
+      } else if (target.id === "handoff" && older) {
         detail.shouldSwap = false;
       } else if (target.id === "memory") {
-        if (incoming.dataset.key === target.dataset.key) {
+        if (incoming.dataset.key === target.dataset.key || older) {
           detail.shouldSwap = false;
         } else {
           // A cleared or newly remembered fact must not fold up the list the visitor opened.
