@@ -94,7 +94,6 @@ def test_a_customer_asks_for_a_person_talks_to_dana_and_is_handed_back(
     page.context.close()
 
 
-
 def test_a_reply_older_than_a_take_over_does_not_offer_a_person_again(browser, waypoint_server, start_conversation, staff_api):
     page = browser.new_context().new_page()
     start_conversation(page, waypoint_server, "I want a refund")
@@ -114,6 +113,7 @@ def test_a_reply_older_than_a_take_over_does_not_offer_a_person_again(browser, w
     expect(page.locator("#status")).to_have_text("You're chatting with Dana")
     expect(log).to_contain_text("Refund issued")
     page.context.close()
+
 
 def test_the_demo_assistant_hands_over_when_asked_in_words(browser, waypoint_server, start_conversation):
     page = browser.new_context().new_page()

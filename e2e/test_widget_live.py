@@ -202,7 +202,6 @@ def test_a_page_that_missed_a_push_asks_for_the_whole_state(browser, widget_serv
     bob.close()
 
 
-
 def test_a_page_that_missed_the_pushes_of_a_working_turn_asks_for_them_within_seconds(browser, widget_server, start_conversation):
     # The push that ends a turn can be lost on the way (a network, a Redis that timed out). A page
     # that shows the assistant at work and hears nothing asks for the whole state after a few
@@ -256,6 +255,7 @@ def test_the_reply_to_an_answer_overtaken_by_the_pushes_after_it_takes_no_messag
     expect(log).to_contain_text("Refund issued")
     expect(page.locator("#status")).to_have_attribute("data-run-status", "completed")
     context.close()
+
 
 def test_markup_in_model_output_runs_nothing_and_is_shown_as_text(browser, widget_server, start_conversation):
     context = browser.new_context()
