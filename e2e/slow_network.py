@@ -4,20 +4,30 @@ from __future__ import annotations
 
 
 class LatePushes:
-    """Page sockets whose pushes after a head are lost until one that shows `until` (None: none lost)."""
+    """
+    Page sockets that lose the pushes after a head while `losing`, up to one that shows `until`.
+
+    A whole state (a connect's, a resync's) still arrives. `lost` holds what was lost and `asked`
+    what the pages sent (a resync is "sync").
+    """
 
     def __init__(self) -> None:
-        self.until: str | None = None
+        self.losing = False
+        self.until: str | None = None  # None: every push after a head is lost while losing
+        self.lost: list[str] = []
+        self.asked: list[str] = []
 
     def route(self, socket) -> None:
         server = socket.connect_to_server()
-        socket.on_message(server.send)
+        socket.on_message(lambda message: (self.asked.append(message), server.send(message)))
         server.on_message(lambda message: self._forward(socket, message))
 
     def _forward(self, socket, message) -> None:
-        lost = self.until is not None and isinstance(message, str) and "data-after=" in message and self.until not in message
-        if not lost:
-            socket.send(message)
+        if (self.losing and isinstance(message, str) and "data-after=" in message
+                and (self.until is None or self.until not in message)):
+            self.lost.append(message)
+            return
+        socket.send(message)
 
 
 class LateReply:

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from e2e.slow_network import LateReply
+from e2e.slow_network import LatePushes, LateReply
 
 SOCKET = re.compile(r"/ws/conversations/")
 SHOWCASE = {
@@ -208,32 +208,19 @@ def test_a_page_that_missed_the_pushes_of_a_working_turn_asks_for_them_within_se
     # seconds, not after the half-minute heartbeat of a quiet conversation.
     context = browser.new_context()
     page = context.new_page()
-    dropping, dropped, asked = [], [], []
-
-    def relay(ws):
-        server = ws.connect_to_server()
-
-        def to_page(message):
-            if dropping and 'data-after="' in message:
-                dropped.append(message)  # every push after a head is lost; a whole state still arrives
-                return
-            ws.send(message)
-
-        server.on_message(to_page)
-        ws.on_message(lambda message: (asked.append(message), server.send(message)))
-
-    page.route_web_socket(SOCKET, relay)
+    pushes = LatePushes()
+    page.route_web_socket(SOCKET, pushes.route)
     start_conversation(page, widget_server, "Hello")
     expect(page.get_by_role("log")).to_contain_text("You said: Hello", timeout=10_000)
     live_by(page, "ws")
-    dropping.append(True)
+    pushes.losing = True  # every push after a head; a whole state still arrives
     page.wait_for_timeout(6_000)  # a quiet conversation: the page has no reason to ask
 
-    assert "sync" not in asked
+    assert "sync" not in pushes.asked
     send(page, "Still there?")
     expect(page.locator("#typing")).to_be_visible()
     expect(page.get_by_role("log")).to_contain_text("You said: Still there?", timeout=12_000)
-    assert dropped and "sync" in asked
+    assert pushes.lost and "sync" in pushes.asked
     live_by(page, "ws")
     context.close()
 

@@ -47,7 +47,7 @@ def test_a_server_killed_mid_turn_shows_continue_after_the_restart_and_continue_
     screenshots(page, "interrupted")
     # On a slow network the request Continue leads to is the first change this page sees (the
     # pushes before it lost), and the reply to the click comes after it, showing the same request.
-    pushes.until = "This may already have been done."
+    pushes.losing, pushes.until = True, "This may already have been done."
     reply = LateReply()
     page.route("**/continue", reply.hold)
     continue_button.click()
@@ -60,7 +60,7 @@ def test_a_server_killed_mid_turn_shows_continue_after_the_restart_and_continue_
         reply.send()
     page.wait_for_timeout(500)  # for the reply's swap, had it moved the focus
     expect(heading).to_be_focused()
-    pushes.until = None
+    pushes.losing = False
     attempted = card.locator("time")
     local = attempted.evaluate("(t) => new Date(t.dateTime).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'})")
     expect(attempted).to_have_text(local)
