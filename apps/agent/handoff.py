@@ -24,6 +24,7 @@ from apps.conversations.errors import (
     HandoffUnavailable,
 )
 from apps.conversations.models import Conversation
+from apps.conversations.queries import CONTROL_FIELDS, control
 from apps.ledger import store
 from apps.ledger.identities import InvalidPersona, parse_persona
 from apps.ledger.types import (
@@ -43,15 +44,7 @@ MAX_NAME = 200
 
 def control_of(conversation: Conversation) -> dict[str, Any]:
     """The conversation's `control`, as every state shows it."""
-    staff = {"id": conversation.control_staff, "name": conversation.control_name or conversation.control_staff} \
-        if conversation.control_staff else None
-    return {
-        "mode": conversation.control_mode or "agent",
-        "staff": staff,
-        "requested_at": store.iso(conversation.control_requested_at) if conversation.control_requested_at else None,
-        "since": store.iso(conversation.control_since or conversation.created_at),
-        "reason": conversation.control_reason or None,
-    }
+    return control({name: getattr(conversation, name) for name in CONTROL_FIELDS})
 
 
 def available(config: dict[str, Any]) -> bool:

@@ -32,26 +32,28 @@ BY_KIND: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
-def _control(kind: str, payload: dict[str, Any], at: str) -> dict[str, Any]:
-    """The conversation's `control` right after a handoff entry, in the state's shape (PRODUCT.md "Human handoff")."""
-    if kind == "handoff_requested":
-        return {"mode": "queued", "staff": None, "requested_at": at, "since": at, "reason": payload.get("reason") or None}
-    if kind == "control_taken":
-        staff = {"id": payload["staff"], "name": payload.get("name") or payload["staff"]}
-        return {"mode": "human", "staff": staff, "requested_at": None, "since": at, "reason": payload.get("reason") or None}
-    return {"mode": "agent", "staff": None, "requested_at": None, "since": at, "reason": None}
+def announced(
+    kind: str, turn_id: str, payload: dict[str, Any], control: dict[str, Any] | None = None
+) -> tuple[str, dict[str, Any]] | None:
+    """
+    The event type and its own data fields for a log entry, or None when it announces nothing.
 
-
-def announced(kind: str, turn_id: str, payload: dict[str, Any], created_at: str = "") -> tuple[str, dict[str, Any]] | None:
-    """The event type and its own data fields for a log entry, or None when it announces nothing."""
+    `control` is the state's `control` right after the entry, which a handoff.* event carries.
+    """
     found = BY_KIND.get(kind)
     if found is None:
         return None
     type_, fields = found
     data: dict[str, Any] = {"turn_id": turn_id} if turn_id else {}
     data.update({name: payload[key] for key, name in fields.items() if payload.get(key) not in (None, "")})
-    if type_.startswith("handoff."):
-        data["control"] = _control(kind, payload, created_at)
+    if changes_control(kind):
+        data["control"] = control
         if kind == "control_returned":
             data["staff"] = {"id": payload["staff"], "name": payload.get("name") or payload["staff"]}
     return type_, data
+
+
+def changes_control(kind: str) -> bool:
+    """Whether entries of this kind announce a change of control (and carry `control`)."""
+    found = BY_KIND.get(kind)
+    return found is not None and found[0].startswith("handoff.")

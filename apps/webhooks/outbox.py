@@ -14,21 +14,47 @@ from datetime import datetime
 from typing import Any
 
 from apps.conversations.models import Conversation
-from apps.ledger import sql
+from apps.conversations.queries import CONTROL_FIELDS, control
+from apps.ledger import sql, store
+from apps.ledger.projection import projector
 from apps.ledger.types import Recorded
-from apps.webhooks.events import announced
+from apps.webhooks.events import announced, changes_control
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 
 
 def announce(conversation_id: str, recorded: list[Recorded]) -> list[tuple[str, list[Any]]]:
     statements = []
+    controls = _controls(conversation_id, recorded)
     for rec in recorded:
-        found = announced(rec.kind, rec.turn_id, rec.payload, rec.created_at)
+        found = announced(rec.kind, rec.turn_id, rec.payload, controls.get(rec.seq))
         if found is None:
             continue
         type_, data = found
         statements.append(_insert(conversation_id, rec, type_, data))
     return statements
+
+
+def _controls(conversation_id: str, recorded: list[Recorded]) -> dict[int, dict[str, Any]]:
+    """
+    The state's `control` right after each entry that changes it, by seq.
+
+    Not rebuilt from the entry alone: a take-over keeps the request's time and reason, which only
+    the row knows. So the row as it stands before this append (locked by the writer, or checked by
+    its head) takes the append's own changes to it, as the projection writes them.
+    """
+    if not any(changes_control(rec.kind) for rec in recorded):
+        return {}
+    row = Conversation.objects.filter(id=conversation_id).values(*CONTROL_FIELDS).first()
+    if row is None:
+        return {}
+    mine, controls = (store.head_store(), (conversation_id,)), {}
+    for rec in recorded:
+        for change in projector.changes(conversation_id, rec):
+            if (change.store, tuple(str(part) for part in change.key)) == mine:
+                row.update((name, value) for name, value in change.set.items() if name in row)
+        if changes_control(rec.kind):
+            controls[rec.seq] = control(row)
+    return controls
 
 
 def _insert(conversation_id: str, rec: Recorded, type_: str, data: dict[str, Any]) -> tuple[str, list[Any]]:
