@@ -15,7 +15,7 @@ class ActionLog(models.Model):
     arguments = models.JSONField(default=dict)
     side_effecting = models.BooleanField()
     idempotency_key = models.CharField(max_length=200)
-    # started | succeeded | failed | ambiguous | resolved_done | resolved_not_done | abandoned
+    # started | succeeded | failed | ambiguous | interrupted | resolved_done | resolved_not_done | abandoned
     status = models.CharField(max_length=20)
     output = models.JSONField(null=True)
     error = models.TextField(blank=True)

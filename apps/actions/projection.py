@@ -15,6 +15,7 @@ from apps.ledger.types import (
     QuarantineResolved,
     QuarantineSettled,
     TurnAmbiguous,
+    TurnHandedOff,
 )
 
 projection = Projection({"action_logs": ("turn_id", "call_id")})
@@ -68,6 +69,12 @@ def _(event: ActionFinished, at: Entry) -> Iterator[Change]:
 @projection.handles(TurnAmbiguous)
 def _(event: TurnAmbiguous, at: Entry) -> Iterator[Change]:
     yield Change("action_logs", (at.turn_id, event.call_id), set={"status": "ambiguous"})
+
+
+@projection.handles(TurnHandedOff)
+def _(event: TurnHandedOff, at: Entry) -> Iterator[Change]:
+    for call_id in event.interrupted:
+        yield Change("action_logs", (at.turn_id, call_id), set={"status": "interrupted", "finished_at": at.created_at})
 
 
 @projection.handles(QuarantineSettled)

@@ -329,7 +329,8 @@ def _hand_off(conversation_id: str, run: WorkflowLog, held: lease.Held) -> bool:
 
     A waiting run was stopped by the write that took control; one that was running stops here, at
     the step boundary where it found out; one whose side effect started without a recorded outcome
-    (its writer died) is quarantined as ambiguous instead. True: the lease went with the commit.
+    (its writer died) is quarantined as ambiguous instead, and one without side effects is closed
+    as interrupted with the run. True: the lease went with the commit.
     """
     events = store.read(conversation_id, turn_id=run.turn_id)
     state = turns.turn_state(events)
@@ -344,7 +345,10 @@ def _hand_off(conversation_id: str, run: WorkflowLog, held: lease.Held) -> bool:
         stop = TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool,
                              idempotency_key=call.idempotency_key or f"{run.turn_id}:{call.call_id}")
     else:
-        stop = TurnHandedOff(run_id=run.run_id, reason=handoff.WITHDRAWN)
+        # An action without side effects that its dead writer left started is not run again now:
+        # closed with the run, or its row and the tool summary would show it under way for ever.
+        interrupted = [c.call_id for c in state.calls.values() if c.started and c.finished is None]
+        stop = TurnHandedOff(run_id=run.run_id, reason=handoff.WITHDRAWN, interrupted=interrupted)
     _append(conversation_id, run.turn_id, [stop], held, _Journal(), release=True)
     return True
 

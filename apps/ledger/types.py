@@ -329,12 +329,17 @@ class TurnHandedOff(EventKind):
     Control left the agent while a run was open: the run stops and its pending requests are withdrawn.
 
     `call_ids` are the requests that waited for an answer (none for a run stopped between steps);
-    an answer to one of them later gets 409.
+    an answer to one of them later gets 409. `interrupted` are the calls whose action started and
+    never finished because its writer died: actions that change nothing outside (a side effect
+    would make the turn ambiguous instead), closed here since the stopped run will not run them again.
     """
+
+    added: ClassVar[tuple[str, ...]] = ("interrupted",)
 
     run_id: str
     call_ids: list = field(default_factory=list)
     reason: str = ""
+    interrupted: list = field(default_factory=list)
 
 
 @_kind("customer_message")

@@ -54,6 +54,10 @@ class Rows:
     def usages(self, run_id: str) -> list[dict[str, Any]]:
         return self._all("SELECT * FROM tool_usage_logs WHERE run_id = %s ORDER BY id", run_id)
 
+    def actions(self, turn_id: str) -> list[dict[str, Any]]:
+        """A turn's linked actions (`action_logs`), in the order they first started."""
+        return self._all("SELECT * FROM action_logs WHERE turn_id = %s ORDER BY started_at, id", turn_id)
+
     def lease(self, conversation_id: str) -> dict[str, Any] | None:
         rows = self._all("SELECT holder, version, expires_at FROM conversations_lease WHERE conversation_id = %s", conversation_id)
         return rows[0] if rows else None

@@ -279,6 +279,37 @@ def test_a_server_killed_between_the_change_of_control_and_the_runs_end_leaves_t
 
 
 
+def test_a_tool_killed_mid_call_after_the_take_over_is_closed_as_interrupted(own_desk):
+    desk = own_desk
+    first = DaphneServer(desk.database).start()
+    try:
+        desk.customer.send(first, "please check my order")
+        turn_id = desk.turn_id()
+        sleeping = desk.started("slow_check", 2)  # sleeping for 4 s: it changes nothing outside, so it is not ambiguous
+        desk.take_over(first)
+        first.kill()  # SIGKILL mid-sleep: its action never records an outcome
+    finally:
+        first.kill()
+
+    restarted = DaphneServer(desk.database).start()
+    try:
+        wait_for(lambda: desk.rows.turn_ended(turn_id, "handed_off"), timeout=RECOVERY_LIMIT + 5,
+                 what="the run to be handed off after the restart")
+        state = httpx.get(f"{restarted.url}/v1/runner/conversation/{desk.cid}/messages",
+                          headers={"Authorization": f"Bearer {desk.token}"}, timeout=10).json()
+    finally:
+        restarted.kill()
+
+    actions = desk.rows.actions(turn_id)
+    assert [(a["call_id"], a["status"]) for a in actions][-1] == (sleeping["payload"]["call_id"], "interrupted")
+    assert actions[-1]["finished_at"] is not None
+    assert [(s["tool"], s["state"]) for s in state["tool_summary"]] == [("slow_check", "succeeded"),
+                                                                        ("slow_check", "interrupted")]
+    [handed_off] = desk.after("control_taken")
+    assert handed_off["payload"]["interrupted"] == [sleeping["payload"]["call_id"]]
+    checked = desk.checked()
+    assert checked["replay"]["ok"] and checked["verify"]["ok"], checked
+
 
 def test_a_server_killed_with_a_webhook_in_flight_after_the_take_over_leaves_its_outcome_ambiguous(slow_shop_desk):
     # PRODUCT.md "Human handoff": a side effect already sent finishes or becomes ambiguous exactly as today.
