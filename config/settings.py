@@ -211,12 +211,14 @@ WAYPOINT_WEBHOOK_ALLOW_PRIVATE = env.bool("WAYPOINT_WEBHOOK_ALLOW_PRIVATE", defa
 WAYPOINT_WEBHOOK_SECRET = env.str("WAYPOINT_WEBHOOK_SECRET", default="") or SECRET_KEY
 WAYPOINT_WEBHOOK_TIMEOUT_SECONDS = env.float("WAYPOINT_WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 # Outgoing webhooks (apps/webhooks): seconds between attempts ("" is the Standard Webhooks
-# schedule), delivery threads per process, how often they look for due deliveries, and how long
-# past the timeout a claimed delivery stays with the worker that took it.
+# schedule), attempts in flight per process (one per endpoint at most), the longest the dispatcher
+# sleeps when no commit wakes it, and how long past an attempt's deadline
+# (WAYPOINT_WEBHOOK_TIMEOUT_SECONDS, connect to last byte) a claimed delivery stays with the process
+# that took it.
 WAYPOINT_WEBHOOK_RETRY_SCHEDULE = env.str("WAYPOINT_WEBHOOK_RETRY_SCHEDULE", default="")
 # None in the test process (which imports the ASGI application): a test sends with deliver_due().
-WAYPOINT_WEBHOOK_WORKERS = env.int("WAYPOINT_WEBHOOK_WORKERS", default=0 if TESTING else 2)
-WAYPOINT_WEBHOOK_POLL_SECONDS = env.float("WAYPOINT_WEBHOOK_POLL_SECONDS", default=1.0)
+WAYPOINT_WEBHOOK_WORKERS = env.int("WAYPOINT_WEBHOOK_WORKERS", default=0 if TESTING else 16)
+WAYPOINT_WEBHOOK_POLL_SECONDS = env.float("WAYPOINT_WEBHOOK_POLL_SECONDS", default=30.0)
 WAYPOINT_WEBHOOK_CLAIM_MARGIN_SECONDS = env.float("WAYPOINT_WEBHOOK_CLAIM_MARGIN_SECONDS", default=20.0)
 # How long the runner waits out a database that dropped its connection (a restart, a failover)
 # before it gives up on committing a step; the outcome it holds is kept all that time.

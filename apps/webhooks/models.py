@@ -19,6 +19,9 @@ class WebhookEndpoint(models.Model):
     disabled_reason = models.CharField(max_length=200, blank=True, default="")
     deleted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # While an attempt to it is in flight, when that attempt's claim lapses: one attempt at a time
+    # per endpoint, so a receiver that hangs holds one claim and not every sender.
+    busy_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "webhook_endpoints"

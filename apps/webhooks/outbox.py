@@ -13,11 +13,14 @@ import json
 from datetime import datetime
 from typing import Any
 
+from django.db import connection, transaction
+
 from apps.conversations.models import Conversation
 from apps.conversations.queries import CONTROL_FIELDS, control
 from apps.ledger import sql, store
 from apps.ledger.projection import projector
 from apps.ledger.types import Recorded
+from apps.webhooks import delivery
 from apps.webhooks.events import announced, changes_control
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 
@@ -31,6 +34,10 @@ def announce(conversation_id: str, recorded: list[Recorded]) -> list[tuple[str, 
             continue
         type_, data = found
         statements.append(_insert(conversation_id, rec, type_, data))
+    if statements and connection.vendor != "postgresql":
+        # PostgreSQL wakes every process's dispatcher itself (a trigger's NOTIFY at commit); the
+        # embedded default is one process, woken here once the append commits.
+        transaction.on_commit(delivery.wake)
     return statements
 
 

@@ -109,3 +109,17 @@ def test_two_servers_share_the_outbox_and_send_each_event_once(database):
     assert set(counts) == expected
     assert [i for i, n in counts.items() if n > 1] == []
     assert all(r["attempts"] == 1 for r in outbox(rows)), json.dumps(outbox(rows), default=str)
+
+
+def test_a_commit_in_another_process_wakes_an_idle_server_at_once(database):
+    with Receiver() as receiver:
+        probe.run(database, "webhook_endpoint", url=receiver.url, events=["conversation.started"])
+        # It looks by itself only once a minute: what it sends before then, a commit woke it for.
+        server = DaphneServer(database, env={"WAYPOINT_WEBHOOK_POLL_SECONDS": "60"}).start()
+        try:
+            time.sleep(1)  # past its first look, into its sleep
+            probe.run(database, "lab", config=CHATTY, conversations=1, message="hello")
+
+            wait_for(lambda: len(receiver.deliveries) == 1, timeout=15, what="the delivery, long before the next look")
+        finally:
+            server.stop()
