@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
+
+from apps.actions.outgoing import AddressRefused, outgoing_client
+from apps.actions.targets import TargetError, parse_target, private_target
 
 
 class ActionError(Exception):
@@ -71,35 +71,18 @@ def _sleep(call: ActionCall) -> Any:
     return {"slept": seconds}
 
 
-def private_target(url: str) -> str:
-    """
-    Why an outgoing call to `url` is refused (SSRF), or "" when it may be made.
-
-    Refused: a URL that is not http(s) with a host, a host that does not resolve, and one that
-    resolves to a loopback, private, link-local or reserved address.
-    """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "the url must be http(s) with a host"
-    try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-    except socket.gaierror:
-        return f"{parts.hostname} does not resolve"
-    if any(not ipaddress.ip_address(info[4][0]).is_global for info in infos):
-        return f"{parts.hostname} is a private address and is refused"
-    return ""
-
-
 def check_webhook_target(url: str) -> None:
     """
-    Refuse webhook targets on loopback, private, link-local or reserved addresses (SSRF).
+    Refuse webhook targets that are malformed or not on a global unicast address (SSRF).
 
-    `WAYPOINT_WEBHOOK_ALLOW_PRIVATE=1` allows them for local development and tests.
+    `WAYPOINT_WEBHOOK_ALLOW_PRIVATE=1` allows private addresses for local development and tests. A
+    name is checked again on every connection (`apps.actions.outgoing`): it may resolve elsewhere by then.
     :raises ActionError: the URL is malformed or points somewhere refused
     """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ActionError("webhook url must be http(s) with a host")
+    try:
+        parse_target(url)
+    except TargetError as exc:
+        raise ActionError(f"webhook url refused: {exc}") from None
     if settings.WAYPOINT_WEBHOOK_ALLOW_PRIVATE:
         return
     problem = private_target(url)
@@ -131,7 +114,10 @@ def _webhook(call: ActionCall) -> Any:
         "X-Waypoint-Signature": webhook_signature(body),
     }
     try:
-        response = httpx.post(url, content=body, headers=headers, timeout=settings.WAYPOINT_WEBHOOK_TIMEOUT_SECONDS)
+        with outgoing_client(timeout=settings.WAYPOINT_WEBHOOK_TIMEOUT_SECONDS) as client:
+            response = client.post(url, content=body, headers=headers)
+    except AddressRefused as exc:
+        raise ActionError(f"webhook target {exc}") from exc
     except httpx.HTTPError as exc:
         raise ActionError(f"webhook did not answer: {type(exc).__name__}") from exc
     if response.status_code >= 400:
