@@ -12,6 +12,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from apps.actions.targets import TargetError, parse_target
 from apps.agent.tools import check_date_bounds, check_tool_words
 
 BUILTIN_TOOLS = {"complete_conversation", "ask_question", "remember", "handoff_to_human"}
@@ -78,7 +79,10 @@ def is_origin(value: Any) -> bool:
     """
     if not isinstance(value, str) or len(value) > 300:
         return False
-    parts = urlsplit(value)
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # an unclosed IPv6 bracket
+        return False
     if parts.scheme not in ("http", "https") or f"{parts.scheme}://{parts.netloc}" != value:
         return False
     if parts.username is not None or parts.password is not None or not parts.hostname:
@@ -97,6 +101,15 @@ def is_origin(value: Any) -> bool:
             return False
         return True
     return bool(_HOST.match(host))
+
+
+def _check_webhook_url(url: Any, where: str, problems: list[str]) -> None:
+    # Its address is checked when the action runs, on every connection (apps/actions/outgoing.py):
+    # a name resolves anew each time, and WAYPOINT_WEBHOOK_ALLOW_PRIVATE may change in between.
+    try:
+        parse_target(url)
+    except TargetError as exc:
+        problems.append(f"{where}: a webhook needs an http(s) url; {exc}")
 
 
 def same_endpoint(a: str, b: str) -> bool:
@@ -169,8 +182,8 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
             action = tool.get("action")
             if not isinstance(action, str) or action not in ACTIONS:
                 problems.append(f"{at}.action: unknown action {action!r} (one of {sorted(ACTIONS)})")
-            if action == "webhook" and not (isinstance(tool.get("url"), str) and re.match(r"^https?://", tool["url"])):
-                problems.append(f"{at}.url: a webhook needs an http(s) url")
+            if action == "webhook":
+                _check_webhook_url(tool.get("url"), f"{at}.url", problems)
         else:
             if tool.get("requires_approval"):
                 problems.append(f"{at}.requires_approval: only server tools can require approval")

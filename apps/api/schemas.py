@@ -467,7 +467,8 @@ class ArtifactOut(Schema):
 
 # --- outgoing webhooks (docs/webhooks.md) -------------------------------------------------------
 class WebhookEndpointIn(Schema):
-    url: str = Field(..., max_length=2000, description="https URL that receives the events")
+    url: str = Field(..., max_length=2000, description="https URL that receives the events; no user name or "
+                     "password (deliveries are authenticated by their signature)")
     events: list[str] | None = Field(None, max_length=20, description="event types to send; absent or empty: all")
     description: str = Field("", max_length=500)
 

@@ -489,7 +489,8 @@ def create_webhook_endpoint(request: HttpRequest, payload: schemas.WebhookEndpoi
     """
     Register an endpoint for signed event deliveries (API key); the answer's `secret` is shown this once.
 
-    A URL that is not https, resolves to a private address, or an unknown event type → 422.
+    A URL that is malformed, not https, carries a user name or password (the signature authenticates
+    deliveries), or resolves to an address that is not global unicast, or an unknown event type → 422.
     """
     _principal(request).require_api_key()
     endpoint = endpoints.create(url=payload.url, events=payload.events, description=payload.description)

@@ -7,13 +7,12 @@ import json
 import secrets
 import uuid
 from datetime import datetime
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.actions.registry import private_target
+from apps.actions.targets import TargetError, parse_target, private_target
 from apps.conversations.errors import BadInput
 from apps.webhooks import delivery as sending
 from apps.webhooks.events import TYPES
@@ -25,11 +24,17 @@ class EndpointRefused(BadInput):
 
 
 def check(url: str, events: list[str]) -> None:
-    """:raises EndpointRefused: say why"""
-    parts = urlsplit(url or "")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise EndpointRefused("url must be an http(s) URL with a host")
-    if parts.scheme != "https" and not settings.WAYPOINT_WEBHOOK_ALLOW_PRIVATE:
+    """
+    Refuse an endpoint that could never be delivered to, or only to an address outgoing calls may not reach.
+
+    The address is checked again on every attempt (`apps.actions.outgoing`).
+    :raises EndpointRefused: say why
+    """
+    try:
+        target = parse_target(url)
+    except TargetError as exc:
+        raise EndpointRefused(f"url refused: {exc}") from None
+    if target.scheme != "https" and not settings.WAYPOINT_WEBHOOK_ALLOW_PRIVATE:
         raise EndpointRefused("url must be https")
     unknown = [t for t in events if t not in TYPES]
     if unknown:
