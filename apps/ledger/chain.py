@@ -172,7 +172,7 @@ class StoredEntry:
 # and needs no object for each.
 Row = tuple[str, int, str, str, Any, str, str, str, str, str, str, str | None]
 as_row = attrgetter(*(f.name for f in fields(StoredEntry)))
-_SEQ, _HASH = 1, 8
+SEQ, PREV_HASH, HASH = 1, 7, 8
 
 
 @dataclass(frozen=True)
@@ -181,6 +181,9 @@ class VerifyResult:
     checked: int
     first_bad_seq: int | None = None
     problem: str = ""
+    # When ok: the hash of the last entry checked, where a later verification may go on from (not
+    # part of the verdict: two verifications that agree are equal whichever entry they ended at).
+    last_hash: str = field(default="", compare=False)
 
 
 def _mismatch(payload: Any, text: str | None) -> str:
@@ -268,17 +271,22 @@ def _first_forged(signed: list[tuple[bytes, bytes]]) -> int | None:
         return next((i for i in pool.map(first_in, starts) if i is not None), None)
 
 
-def verify_rows(rows: list[Row], public_keys: dict[str, Ed25519PublicKey]) -> VerifyResult:
+def verify_rows(
+    rows: list[Row], public_keys: dict[str, Ed25519PublicKey], *, after: tuple[int, str] = (0, GENESIS)
+) -> VerifyResult:
     """
     Recompute every hash and signature of a partition given as rows (see `Row`), in stored order.
 
     Detects a changed byte (hash or signature mismatch), a deleted entry (a gap in `seq` or a
     broken `prev_hash` link) and reordering (`seq` out of order). Names the first entry that fails.
+    `after` (seq, hash): the rows go on from that entry, verified before; `checked` counts it and
+    every entry before it.
     """
     keys = _raw(public_keys)
-    prev, signed, failure = GENESIS, [], None
-    for expected_seq, row in enumerate(rows, start=1):
-        seq = row[_SEQ]
+    start, prev = after
+    signed, failure = [], None
+    for expected_seq, row in enumerate(rows, start=start + 1):
+        seq = row[SEQ]
         if seq != expected_seq:
             failure = VerifyResult(False, expected_seq - 1, seq, f"expected seq {expected_seq}, found {seq}")
             break
@@ -287,13 +295,13 @@ def verify_rows(rows: list[Row], public_keys: dict[str, Ed25519PublicKey]) -> Ve
             failure = VerifyResult(False, expected_seq - 1, seq, problem)
             break
         signed.append((message, public))
-        prev = row[_HASH]
+        prev = row[HASH]
     # Signatures are checked after the cheap checks, but only those of the entries before the
     # first failure, so a bad signature before it is still the one reported.
     forged = _first_forged(signed)
     if forged is not None:
-        return VerifyResult(False, forged, forged + 1, "signature does not verify")
-    return failure or VerifyResult(True, len(rows))
+        return VerifyResult(False, start + forged, start + forged + 1, "signature does not verify")
+    return failure or VerifyResult(True, start + len(rows), last_hash=prev)
 
 
 def verify_chain(entries: list[StoredEntry], public_keys: dict[str, Ed25519PublicKey]) -> VerifyResult:

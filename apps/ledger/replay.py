@@ -173,10 +173,10 @@ def replay(conversation_id: str) -> ReplayReport:
     return ReplayReport(ok=not differences, events=len(events), differences=differences)
 
 
-def log_rows(conversation_id: str) -> list[chain.Row]:
-    """The raw entries of a partition in stored order as plain rows; an unreadable payload is kept as its text."""
+def log_rows(conversation_id: str, *, after_seq: int = 0) -> list[chain.Row]:
+    """The raw entries of a partition (after `after_seq`) in stored order as plain rows; an unreadable payload is kept as its text."""
     partition = f"conv-{conversation_id}"
-    rows = Event.objects.filter(conversation_id=conversation_id).order_by("seq", "id").values_list(
+    rows = Event.objects.filter(conversation_id=conversation_id, seq__gt=after_seq).order_by("seq", "id").values_list(
         "seq", "kind", "turn_id", "payload", "actor", "created_at", "prev_hash", "hash", "signature", "key_id"
     )
     out = []
@@ -219,16 +219,32 @@ def _head_problem(count: int, last: tuple[int, str], head: tuple[int, str]) -> c
     return None
 
 
-def verify(conversation_id: str) -> chain.VerifyResult:
-    """Recompute every hash and signature of a conversation's log and check its head; read only."""
+def verify(conversation_id: str, *, after: tuple[int, str] | None = None) -> chain.VerifyResult:
+    """
+    Recompute every hash and signature of a conversation's log and check its head; read only.
+
+    `after` (seq, hash): an entry this process verified before. Only that entry and the ones after
+    it are read and checked, chained on it, so a long log costs what its new entries cost; that
+    entry or a later one changed, a gap or a moved head still fails. Should they fail, the whole log
+    is verified instead and that result returned: it names the first bad entry wherever it is.
+    """
     cid = str(conversation_id)
+    start = (0, chain.GENESIS)
     with read_only():
-        rows = log_rows(cid)
+        rows = log_rows(cid, after_seq=after[0] - 1 if after else 0)
         head = partition_model().objects.filter(id=cid).values_list("head_seq", "head_hash").first()
-    result = chain.verify_rows(rows, verification_keys())
+    if after is not None:
+        # The entry itself is checked again too (its hash and signature, chained on the link it
+        # holds), and must still be the one verified: a log repaired since no longer has it.
+        if not rows or (rows[0][chain.SEQ], rows[0][chain.HASH]) != after:
+            return verify(cid)
+        start = (after[0] - 1, rows[0][chain.PREV_HASH])
+    result = chain.verify_rows(rows, verification_keys(), after=start)
     if result.ok and head is not None:
-        last = chain.StoredEntry(*rows[-1]) if rows else None
-        return _head_problem(len(rows), (last.seq, last.hash) if last else (0, chain.GENESIS), head) or result
+        last = (rows[-1][chain.SEQ], rows[-1][chain.HASH]) if rows else start
+        result = _head_problem(result.checked, last, head) or result
+    if after is not None and not result.ok:
+        return verify(cid)
     return result
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
@@ -487,16 +489,55 @@ def _participants(conversation: Conversation, entries: list[dict[str, Any]], mem
     return list(people.values())
 
 
+class _Marks:
+    """The last entry of each conversation that this process verified, as (seq, hash); the newest few thousand."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._guard = threading.Lock()
+        self._kept: OrderedDict[str, tuple[int, str]] = OrderedDict()
+
+    def get(self, conversation_id: str) -> tuple[int, str] | None:
+        with self._guard:
+            return self._kept.get(conversation_id)
+
+    def keep(self, conversation_id: str, mark: tuple[int, str]) -> None:
+        with self._guard:
+            known = self._kept.pop(conversation_id, None)
+            self._kept[conversation_id] = max(known, mark) if known else mark  # two threads: the later entry
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+
+
+_marks = _Marks()
+
+
+def verification(conversation_id: str, *, whole: bool = False) -> chain.VerifyResult:
+    """
+    `replay.verify` of a conversation from the last entry this process verified of it (`whole`: from the first).
+
+    A staff action (Take over, Send reply, Hand back) then checks the entries it and others added
+    since, not the whole log again: its cost does not grow with the conversation. The mark is this
+    process's own, never read from the database, so nobody who can write there can move it past
+    an entry they changed; an entry changed after it still fails, and any failure is the whole
+    log's verification. A page load and the Verify button check the whole log.
+    """
+    cid = str(conversation_id)
+    result = replay.verify(cid, after=None if whole else _marks.get(cid))
+    if result.ok and result.last_hash:
+        _marks.keep(cid, (result.checked, result.last_hash))
+    return result
+
+
 @lru_cache(maxsize=256)
 def verified_at(conversation_id: str, head_seq: int, head_hash: str) -> chain.VerifyResult:
     """
-    `replay.verify` of a conversation, once per log head in this process.
+    `verification` of a conversation, once per log head in this process.
 
     The live inspector is pushed fresh fragments on every commit, to every staff socket open on the
-    conversation: verifying the whole chain for each of them cost tens of milliseconds per push
-    per socket. A page load and the Verify button check the whole log again.
+    conversation: verifying for each of them cost tens of milliseconds per push per socket.
     """
-    return replay.verify(conversation_id)
+    return verification(conversation_id)
 
 
 def inspect_conversation(conversation_id: str, *, live: bool = False) -> dict[str, Any] | None:
@@ -511,8 +552,8 @@ def inspect_conversation(conversation_id: str, *, live: bool = False) -> dict[st
     if conversation is None:
         return None
     cid = str(conversation.id)
-    known = verified_at(cid, conversation.head_seq, conversation.head_hash) if live else None
-    entries, verification = timeline(cid, verification=known)
+    known = verified_at(cid, conversation.head_seq, conversation.head_hash) if live else verification(cid, whole=True)
+    entries, checked = timeline(cid, verification=known)
     runs = list(WorkflowLog.objects.filter(conversation_id=cid).order_by("dispatched_seq"))
     usage = list(ToolUsageLog.objects.filter(conversation_id=cid).order_by("requested_at", "id"))
     action_logs = list(ActionLog.objects.filter(conversation_id=cid).order_by("started_at", "id"))
@@ -530,7 +571,7 @@ def inspect_conversation(conversation_id: str, *, live: bool = False) -> dict[st
         "metadata_text": _pretty(conversation.metadata),
         "messages": list(ChatMessage.objects.filter(conversation_id=cid).order_by("seq")),
         "timeline": entries,
-        "verification": verification,
+        "verification": checked,
         "runs": runs,
         "quarantined_runs": [r for r in runs if r.quarantined],
         "pending": [u for u in usage if u.status == "pending"],

@@ -198,7 +198,8 @@ def _after_control(request: HttpRequest, conversation_id, *, error: WaypointErro
     """
     notice = {"error": f"{refused} {error.message}".strip(), "code": error.code} if error else {}
     if request.htmx:
-        return render(request, "staff/live.html", {"c": _inspection(conversation_id), "notice": notice, "sent": sent,
+        # Verified from the last entry checked (`queries.verification`), as a push is: not the whole log again.
+        return render(request, "staff/live.html", {"c": _inspection(conversation_id, live=True), "notice": notice, "sent": sent,
                                                    "answered": True}, status=error.status if error else 200)
     if error:
         messages.error(request, notice["error"])
@@ -209,7 +210,8 @@ def _after_control(request: HttpRequest, conversation_id, *, error: WaypointErro
 
 def _change_control(request: HttpRequest, conversation_id, change, *, refused: str, **after) -> HttpResponse:
     """Make one change of control as the staff member of the request (`change(staff=…)`), then show the inspector."""
-    _inspection(conversation_id)
+    if queries.head_seq(str(conversation_id)) is None:
+        raise Http404("no such conversation")
     try:
         change(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user), now=timezone.now())
     except WaypointError as exc:
