@@ -12,7 +12,8 @@ DBOS), state (GET messages on 1,000 messages, ETag 304), push (commit -> websock
 sockets, Daphne RSS), load (200 customers on 2 Daphne processes), verify (10,000 events), floor
 (Waypoint's customer page path against the floor app, bench/floor, with CPU per turn), pushcost
 (Daphne CPU of pushes at 10 and 200 messages, 1 and 5 sockets), embedded (commit -> push on the
-in-memory layer beside Redis), sockets (5,000 websockets on one Daphne process).
+in-memory layer beside Redis), sockets (5,000 websockets on one Daphne process), staff (Take over
+and Hand back at 10 and 10,000 log entries, bench/staff.py).
 """
 
 from __future__ import annotations
@@ -1357,7 +1358,7 @@ suite; the targets are goals, reported as met or not.
 
 # The end-to-end comparison first: the headline of a run stopped early.
 SECTIONS = ("floor", "embedded", "pushcost", "turns", "length", "webhooks", "peers", "state", "push", "load", "verify",
-            "sockets")
+            "staff", "sockets")
 ON_OWN_CLUSTER = ("floor", "embedded")
 
 
@@ -1456,6 +1457,10 @@ def run_section(name: str, report: Report, database, args) -> None:
         section_webhooks(report, quick=args.quick)
     elif name == "length":
         section_length(report, quick=args.quick)
+    elif name == "staff":
+        from bench.staff import section_staff
+
+        section_staff(report, quick=args.quick)
 
 
 if __name__ == "__main__":
