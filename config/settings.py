@@ -197,7 +197,10 @@ LOGGING = {
     # Daphne's start-up notice that HTTP/2 is off is noise here: a proxy in front speaks HTTP/2 and TLS.
     "filters": {"no_http2_notice": {"()": "django.utils.log.CallbackFilter",
                                     "callback": lambda record: not record.getMessage().startswith("HTTP/2 support")}},
-    "loggers": {"django.channels.server": {"level": "WARNING"}, "daphne.server": {"filters": ["no_http2_notice"]}},
+    # httpx logs every request's whole URL at INFO (httpcore its host at DEBUG): an outgoing call's
+    # URL is an API caller's and may carry a token in its query, so neither logs below WARNING.
+    "loggers": {"django.channels.server": {"level": "WARNING"}, "daphne.server": {"filters": ["no_http2_notice"]},
+                "httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }
 
 # --- Waypoint ---------------------------------------------------------------------------------
