@@ -33,7 +33,7 @@ from django.db.models import Min, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
-from apps.actions.registry import private_target
+from apps.actions.outgoing import AddressRefused, outgoing_async_client
 from apps.conversations import faults
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 
@@ -141,10 +141,6 @@ async def attempt(claimed: Claim) -> Answer:
     """POST the event once, within the attempt's deadline; no database access, so attempts run side by side."""
     delivery = claimed.delivery
     url, secret = delivery.endpoint.url, delivery.endpoint.secret
-    if not settings.WAYPOINT_WEBHOOK_ALLOW_PRIVATE:
-        problem = await asyncio.to_thread(private_target, url)
-        if problem:
-            return Answer(None, f"refused: {problem}")
     now = timezone.now()
     body = envelope(delivery)
     headers = {
@@ -162,7 +158,7 @@ async def attempt(claimed: Claim) -> Answer:
         # that drips a byte at a time never trips them.
         async with (
             asyncio.timeout(limit),
-            httpx.AsyncClient(follow_redirects=False, timeout=limit) as client,
+            outgoing_async_client(timeout=limit) as client,
             client.stream("POST", url, content=body.encode(), headers=headers) as response,
         ):
             answered = response
@@ -170,6 +166,8 @@ async def attempt(claimed: Claim) -> Answer:
                 got += chunk
                 if len(got) >= READ_LIMIT:
                     break
+    except AddressRefused as exc:  # checked on every connection: a name may resolve elsewhere by now
+        return Answer(None, f"refused: {exc}")
     except TimeoutError:
         if answered is None:
             return Answer(None, f"no answer within {limit:g} s")
