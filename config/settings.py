@@ -247,6 +247,9 @@ WAYPOINT_LEASE_SECONDS = env.float("WAYPOINT_LEASE_SECONDS", default=5.0)
 # A run that fails unexpectedly is retried after this, doubled each time (1, 2, 4 s), then failed.
 WAYPOINT_RUN_RETRY_SECONDS = env.float("WAYPOINT_RUN_RETRY_SECONDS", default=1.0)
 WAYPOINT_RECOVERY_INTERVAL_SECONDS = env.float("WAYPOINT_RECOVERY_INTERVAL_SECONDS", default=1.0)
+# Expired simple runs, handoff time-outs, idle close and retention: looked at this often, each look
+# one round trip when nothing is due (runner.housekeep).
+WAYPOINT_HOUSEKEEPING_INTERVAL_SECONDS = env.float("WAYPOINT_HOUSEKEEPING_INTERVAL_SECONDS", default=15.0)
 WAYPOINT_FAULT_AT = env.str("WAYPOINT_FAULT_AT", default="")
 WAYPOINT_LOAD_DEMO = env.bool("WAYPOINT_LOAD_DEMO", default=False)
 # A model name on WAYPOINT_OPENAI_BASE_URL for the demo assistant; unset: the scripted demo.

@@ -89,6 +89,7 @@ def _server_env(url: str, data_dir: str, settings: str) -> dict[str, str]:
         "WAYPOINT_RUNNER": "thread",
         "WAYPOINT_LEASE_SECONDS": "3",
         "WAYPOINT_RECOVERY_INTERVAL_SECONDS": "0.5",
+        "WAYPOINT_HOUSEKEEPING_INTERVAL_SECONDS": "0.5",
         "PYTHONUNBUFFERED": "1",
         "DJANGO_SETTINGS_MODULE": settings,
     }

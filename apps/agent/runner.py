@@ -39,7 +39,7 @@ from apps.actions.registry import ACTIONS, ActionCall, ActionError
 from apps.agent import handoff, history, turns
 from apps.agent.config import BUILTIN_TOOLS, handoff_settings, offers_handoff_tool
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
-from apps.agent.statements import ASSISTANT_CONFIG, assistant_config
+from apps.agent.statements import ASSISTANT_CONFIG, HOUSEKEEPING_DUE, ORPHANED, assistant_config
 from apps.conversations import broadcast, faults, lease
 from apps.conversations import statements as conversation_statements
 from apps.conversations.actions import locked, new_id
@@ -896,24 +896,19 @@ def _settled(reattempt_of: dict, call: turns.CallState, finished: ActionFinished
 # --- recovery ----------------------------------------------------------------------------------
 
 
-def recover_once() -> int:
+def recover_once(*, housekeeping: bool = True) -> int:
     """
     Drive every conversation that has a run left `running` by a writer that is gone.
 
     A run is orphaned when it has not moved for a lease period and its conversation's lease is free
-    or expired. Also expires simple runs whose pending request timed out. Returns how many
+    or expired. With `housekeeping`, also does the clock's work (`housekeep`). Returns how many
     conversations were handed to workers.
     """
     now = timezone.now()
     stale = now - timedelta(seconds=settings.WAYPOINT_LEASE_SECONDS)
-    candidates = set(
-        WorkflowLog.objects.filter(status="running", updated_at__lt=stale).values_list("conversation_id", flat=True)[:200]
-    )
-    busy = set(
-        Lease.objects.filter(conversation_id__in=candidates, expires_at__gt=now).exclude(holder="").values_list("conversation_id", flat=True)
-    )
     handed = 0
-    for cid in sorted(str(c) for c in candidates - busy):
+    for (cid,) in ORPHANED.rows(stale, now):
+        cid = str(cid)
         if settings.WAYPOINT_RUNNER == "thread":
             with _locks_guard:
                 if cid in _recovering:
@@ -923,10 +918,25 @@ def recover_once() -> int:
         else:
             drive(cid, recovering=True)
         handed += 1
-    expire_simple_runs(now=now)
-    handoff.time_out_handoffs(now=now)  # the queue's clock: requests that nobody took in time
-    workspace_actions.reconcile(now=now)
+    if housekeeping:
+        housekeep(now=now)
     return handed
+
+
+def housekeep(*, now) -> None:
+    """
+    The clock's work, which only has to be on time to the second or so: expired simple runs, handoff
+    requests nobody took, idle close and retention.
+
+    Each part asks first, in one named statement, whether anything is due at all, so an idle
+    server's pass is one round trip.
+    """
+    [(expiring, queued)] = HOUSEKEEPING_DUE.rows(now)
+    if expiring:
+        expire_simple_runs(now=now)
+    if queued:
+        handoff.time_out_handoffs(now=now)  # the queue's clock: requests that nobody took in time
+    workspace_actions.reconcile(now=now)
 
 
 def expire_simple_runs(*, now) -> int:
@@ -958,10 +968,17 @@ def start() -> None:
 
 
 def _recovery_loop() -> None:
+    # Orphans are looked for every WAYPOINT_RECOVERY_INTERVAL_SECONDS: a crashed turn resumes that
+    # soon. The clock's work is minutes-scale (expiry, queue time-outs, idle close) and waits for
+    # WAYPOINT_HOUSEKEEPING_INTERVAL_SECONDS, so an idle server spends next to nothing.
+    last_housekeeping = 0.0
     while True:
         try:
             close_old_connections()
-            recover_once()
+            due = time.monotonic() - last_housekeeping >= settings.WAYPOINT_HOUSEKEEPING_INTERVAL_SECONDS
+            recover_once(housekeeping=due)
+            if due:
+                last_housekeeping = time.monotonic()
         except Exception:
             log.exception("recovery pass failed")
         finally:

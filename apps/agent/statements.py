@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apps.actions.models import ActionLog
 from apps.agent.models import Assistant
-from apps.conversations.models import ChatMessage, ControlChange, Conversation
+from apps.conversations.models import ChatMessage, ControlChange, Conversation, Lease
 from apps.ledger.sql import Statement
 from apps.runs.models import ToolUsageLog, WorkflowLog
 
@@ -135,4 +135,40 @@ ANSWERS = Statement(
     returns=("usages.run_id", "usages.turn_id", "usages.call_id", "usages.kind", "usages.tool", "usages.arguments",
              "usages.status", "usages.output", "usages.answered_by", "usages.answered_at", "usages.accepted_seq",
              "usages.reattempt_of"),
+)
+
+
+# Conversations with a run left `running` by a writer that is gone: not moved for a lease period
+# (the first parameter), and no live lease (expiring after the second). Every process asks each
+# recovery interval, so it is one statement.
+ORPHANED = Statement(
+    """
+    SELECT DISTINCT {runs}.{runs.conversation}
+    FROM {runs}
+    WHERE {runs}.{runs.status} = 'running' AND {runs}.{runs.updated_at} < %s
+      AND NOT EXISTS (
+        SELECT 1 FROM {leases}
+        WHERE {leases}.{leases.conversation} = {runs}.{runs.conversation}
+          AND {leases}.{leases.expires_at} > %s AND {leases}.{leases.holder} <> ''
+      )
+    ORDER BY {runs}.{runs.conversation}
+    LIMIT 200
+    """,
+    tables={"runs": WorkflowLog, "leases": Lease},
+    params=("runs.updated_at", "leases.expires_at"),
+    returns=("runs.conversation",),
+)
+
+# Whether the clock has work (runner.housekeep): a pending client action past its expiry, a handoff
+# request waiting in the queue.
+HOUSEKEEPING_DUE = Statement(
+    """
+    SELECT
+      EXISTS (SELECT 1 FROM {usage} WHERE {usage.status} = 'pending' AND {usage.expires_at} <= %s),
+      EXISTS (SELECT 1 FROM {conversations} WHERE {conversations.control_mode} = 'queued'
+              AND {conversations.control_requested_at} IS NOT NULL)
+    """,
+    tables={"usage": ToolUsageLog, "conversations": Conversation},
+    params=("usage.expires_at",),
+    returns=("", ""),
 )

@@ -146,3 +146,19 @@ class TestASlowModelRound:
         assert len(vendor.requests) == 1
         assert WorkflowLog.objects.get(run_id=state(cid)["run_id"]).status == "completed"
         assert state(cid)["messages"][-1]["text"] == "Worth the wait."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_idle_recovery_pass_is_one_statement_and_leaves_the_clocks_work_to_housekeeping():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as orphans:
+        runner.recover_once(housekeeping=False)
+    with CaptureQueriesContext(connection) as clock:
+        runner.housekeep(now=timezone.now())
+
+    assert len(orphans.captured_queries) == 1
+    # The two queues the clock drains are asked about in one statement and, being empty, not read.
+    asked = [q["sql"] for q in clock.captured_queries if "tool_usage_logs" in q["sql"] or "control_mode" in q["sql"]]
+    assert len(asked) == 1 and "control_mode" in asked[0] and "tool_usage_logs" in asked[0]
