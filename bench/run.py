@@ -13,7 +13,9 @@ sockets, Daphne RSS), load (200 customers on 2 Daphne processes), verify (10,000
 (Waypoint's customer page path against the floor app, bench/floor, with CPU per turn), pushcost
 (Daphne CPU of pushes at 10 and 200 messages, 1 and 5 sockets), embedded (commit -> push on the
 in-memory layer beside Redis), sockets (5,000 websockets on one Daphne process), staff (Take over
-and Hand back at 10 and 10,000 log entries, bench/staff.py).
+and Hand back at 10 and 10,000 log entries, bench/staff.py), idle (one process's CPU a second with
+nothing to do, against the floor), hooklag (a healthy webhook endpoint's lag beside four that never
+answer; both bench/background.py).
 """
 
 from __future__ import annotations
@@ -1358,7 +1360,7 @@ suite; the targets are goals, reported as met or not.
 
 # The end-to-end comparison first: the headline of a run stopped early.
 SECTIONS = ("floor", "embedded", "pushcost", "turns", "length", "webhooks", "peers", "state", "push", "load", "verify",
-            "staff", "sockets")
+            "staff", "idle", "hooklag", "sockets")
 ON_OWN_CLUSTER = ("floor", "embedded")
 
 
@@ -1457,6 +1459,10 @@ def run_section(name: str, report: Report, database, args) -> None:
         section_webhooks(report, quick=args.quick)
     elif name == "length":
         section_length(report, quick=args.quick)
+    elif name in ("idle", "hooklag"):
+        from bench import background
+
+        getattr(background, f"section_{name}")(report, database, quick=args.quick)
     elif name == "staff":
         from bench.staff import section_staff
 
