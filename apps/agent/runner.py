@@ -629,7 +629,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
         elif isinstance(step, turns.RequestClient):
             return commit([_request_event(run, state, config, c, earlier) for c in step.calls], last=True)
         elif isinstance(step, turns.RunAction):
-            if _run_action(cid, run, step, held, commit, earlier):
+            if _run_action(cid, run, step, held, commit, earlier, state):
                 return True
         elif isinstance(step, turns.Ambiguous):
             call = step.call
@@ -800,12 +800,14 @@ def _stored_name(tool: str) -> str:
     return tool if len(tool) <= 64 else tool[:64] + "…"
 
 
-def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held, commit, earlier: history.History) -> bool:
+def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held, commit, earlier: history.History,
+                state: turns.TurnState) -> bool:
     """Run one action and commit its outcome; True when that commit ended the run (and gave the lease up)."""
     call = step.call
     if call.tool == "handoff_to_human" and not step.problem:
-        events = _handoff_by_model(cid, run, call, step.attempt)
-        return commit(events, last=isinstance(events[-1], TurnHandedOff))
+        said = next((r.text for r in state.rounds if r.number == call.round), "")
+        events = _handoff_by_model(cid, run, call, step.attempt, said)
+        return commit(events, last=any(isinstance(e, TurnHandedOff) for e in events))
     if step.problem or (_no_linked_action(step) and call.tool not in ("remember", "handoff_to_human")):
         # Recorded as an action that started and failed at once: the action log row the finish
         # updates must exist, or the step cannot commit and the run never ends.
@@ -854,12 +856,14 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
     return commit([started, finished] if action.read_only else [finished, *_settled(reattempt_of, call, finished)])
 
 
-def _handoff_by_model(cid: str, run: WorkflowLog, call: turns.CallState, attempt: int) -> list:
+def _handoff_by_model(cid: str, run: WorkflowLog, call: turns.CallState, attempt: int, said: str) -> list:
     """
-    The model asked for a person: the call's outcome, the request for a person and the run handed off, in one commit.
+    The model asked for a person: the call's outcome, the run handed off and the request for a person, in one commit.
 
-    Offered only when the assistant's `handoff.enabled` and `model_tool` are set; a model that calls
-    it anyway is told it failed, and goes on.
+    `said` is the text of the round that made the call: the turn's reply, recorded on the run's end
+    before the request so the transcript shows it above the waiting line. Offered only when the
+    assistant's `handoff.enabled` and `model_tool` are set; a model that calls it anyway is told it
+    failed, and goes on.
     """
     key = f"{run.turn_id}:{call.call_id}"
     started = ActionStarted(run_id=run.run_id, call_id=call.call_id, tool=call.tool, action="", arguments=call.arguments,
@@ -871,8 +875,8 @@ def _handoff_by_model(cid: str, run: WorkflowLog, call: turns.CallState, attempt
     return [
         started,
         ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output={"handed_to": "a person"}),
+        TurnHandedOff(run_id=run.run_id, reason=handoff.WITHDRAWN, reply=said, message_id=new_id("msg") if said else ""),
         HandoffRequested(source="model", requested_by="agent", reason=reason, run_id=run.run_id),
-        TurnHandedOff(run_id=run.run_id, reason=handoff.WITHDRAWN),
     ]
 
 

@@ -44,6 +44,7 @@ from apps.ledger.types import (
     TurnComplete,
     TurnExpired,
     TurnFailed,
+    TurnHandedOff,
 )
 
 # Run statuses after which a run takes no further step on its own (PRODUCT.md `run_status`).
@@ -179,13 +180,14 @@ class RunEvents:
                 result = e.output if e.ok else {"error": e.error}
                 out.append(ToolCallResultEvent(message_id=f"{self.run_id}.{e.call_id}.result", tool_call_id=e.call_id,
                                                content=json.dumps(result, sort_keys=True)))
-            case TurnComplete() as e:
+            case TurnComplete(text=text, message_id=message_id) | TurnHandedOff(reply=text, message_id=message_id):
+                # A handed-off turn's reply is what the model said as it asked for a person.
                 out += self._end_draft("")
-                if e.text and e.text not in self.drafted:
+                if text and text not in self.drafted:
                     out += [
-                        TextMessageStartEvent(message_id=e.message_id, role="assistant"),
-                        TextMessageContentEvent(message_id=e.message_id, delta=e.text),
-                        TextMessageEndEvent(message_id=e.message_id),
+                        TextMessageStartEvent(message_id=message_id, role="assistant"),
+                        TextMessageContentEvent(message_id=message_id, delta=text),
+                        TextMessageEndEvent(message_id=message_id),
                     ]
             case TurnFailed() | TurnAmbiguous() | TurnExpired():
                 out += self._end_draft("")

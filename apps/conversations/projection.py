@@ -21,6 +21,7 @@ from apps.ledger.types import (
     StaffMessage,
     TurnComplete,
     TurnDispatched,
+    TurnHandedOff,
 )
 
 projection = Projection({"conversations": ("id",), "chat_messages": ("id",), "control_changes": ("id",)})
@@ -75,6 +76,14 @@ def _(event: TurnDispatched, at: Entry) -> Iterator[Change]:
 def _(event: TurnComplete, at: Entry) -> Iterator[Change]:
     if event.text:
         yield _message(at, message_id=event.message_id, role="assistant", text=event.text, author="")
+        yield Change("conversations", (at.conversation_id,), incr={"message_count": 1})
+
+
+@projection.handles(TurnHandedOff)
+def _(event: TurnHandedOff, at: Entry) -> Iterator[Change]:
+    # The model's words as it asked for a person are the turn's reply, like a completed turn's.
+    if event.reply:
+        yield _message(at, message_id=event.message_id, role="assistant", text=event.reply, author="")
         yield Change("conversations", (at.conversation_id,), incr={"message_count": 1})
 
 

@@ -332,14 +332,18 @@ class TurnHandedOff(EventKind):
     an answer to one of them later gets 409. `interrupted` are the calls whose action started and
     never finished because its writer died: actions that change nothing outside (a side effect
     would make the turn ambiguous instead), closed here since the stopped run will not run them again.
+    `reply` (with its `message_id`) is what the model said in the round that asked for a person
+    ("Of course, I'm asking a person to join."): the turn's reply, a message of the transcript.
     """
 
-    added: ClassVar[tuple[str, ...]] = ("interrupted",)
+    added: ClassVar[tuple[str, ...]] = ("interrupted", "reply", "message_id")
 
     run_id: str
     call_ids: list = field(default_factory=list)
     reason: str = ""
     interrupted: list = field(default_factory=list)
+    reply: str = ""
+    message_id: str = ""
 
 
 @_kind("customer_message")

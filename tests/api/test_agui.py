@@ -358,3 +358,22 @@ class TestHandoff:
         # Refused before a stream starts, as any request its run no longer waits for (docs/ag-ui.md).
         assert late.status_code == 409 and late.json()["error"]["code"] == "run_not_waiting"
         assert api.state(cid)["answered_client_actions"][0]["status"] == "withdrawn"
+
+    def test_the_words_said_with_a_handoff_are_the_runs_text_message_and_in_the_next_snapshot(self, api):
+        from tests.conftest import SUPPORT_CONFIG
+
+        rules = [{"match": "person", "steps": [{"say": "Of course, I'm asking a person to join.",
+                                                "handoff": "the customer asked for a person"}]}]
+        assistant = api.create_assistant(handoff={"enabled": True, "model_tool": True},
+                                         model={**SUPPORT_CONFIG["model"], "rules": rules})
+        thread = Thread(api, assistant)
+
+        events = events_of(thread.send("can I talk to a person?"))
+
+        text = [e for e in events if e["type"].startswith("TEXT_MESSAGE")]
+        assert types(text) == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]
+        assert text[1]["delta"] == "Of course, I'm asking a person to join."
+        assert [e for e in events if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["run_status"] == "handed_off"
+        again = events_of(thread.send())
+        said = [m for m in again[1]["messages"] if m["role"] == "assistant"]
+        assert again[1]["type"] == "MESSAGES_SNAPSHOT" and said[-1]["content"] == "Of course, I'm asking a person to join."

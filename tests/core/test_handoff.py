@@ -311,6 +311,30 @@ class TestTheModelAsksAndKnows:
         assert after["run_status"] == "handed_off"
         assert_record_holds(cid)
 
+    def test_the_words_said_with_the_handoff_are_the_turns_reply(self, start, support):
+        cid = start("can I talk to a person?", assistant=support)["conversation_id"]
+
+        after = state(cid)
+
+        reply = after["messages"][-1]
+        assert reply["text"] == "Let me find someone." and reply["author"]["kind"] == "assistant"
+        # Said before the waiting line, as the customer read it.
+        assert reply["seq"] < after["control_changes"][-1]["seq"]
+        assert after["control_changes"][-1]["kind"] == "handoff_requested"
+        assert after["message_count"] == 2
+        assert_record_holds(cid)
+
+    def test_the_reply_is_not_told_to_the_model_twice(self, start, support, clock):
+        cid = start("can I talk to a person?", assistant=support)["conversation_id"]
+        handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=clock())
+        handoff.return_control(conversation_id=cid, staff="staff:dana", now=clock())
+
+        earlier = history.build(store.read(cid))
+        messages = openai_messages(ModelRequest(history=earlier.turns, message="thanks", rounds=[], tools=[]))
+
+        said = [m for m in messages if m["role"] == "assistant" and "Let me find someone." in m["content"]]
+        assert len(said) == 1 and said[0]["tool_calls"][0]["function"]["name"] == "handoff_to_human"
+
     def test_the_next_model_request_carries_the_human_part(self, start, support, clock):
         cid = start("hello", assistant=support)["conversation_id"]
         handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", now=clock())
@@ -382,4 +406,19 @@ class TestTheModelTool:
         assert len(vendor.requests) == 1
         assert after["control"]["mode"] == "queued" and after["control"]["reason"] == "billing dispute"
         assert after["run_status"] == "handed_off"
+        assert_record_holds(cid)
+
+    def test_the_models_text_beside_the_call_is_the_reply(self, start, make_assistant, settings):
+        from tests.fakes import vendor as wire
+
+        with wire.Vendor() as vendor:
+            vendor.queue(wire.completion(content="I'm asking a colleague to join.",
+                                         tool_calls=[wire.tool_call("call_h", "handoff_to_human", '{"reason": "billing"}')]))
+            assistant = self._assistant(make_assistant, settings, vendor, enabled=True, model_tool=True)
+            cid = start("I dispute this charge", assistant=assistant)["conversation_id"]
+
+        after = state(cid)
+        assert after["run_status"] == "handed_off"
+        assert [(m["role"], m["text"]) for m in after["messages"]] == [
+            ("user", "I dispute this charge"), ("assistant", "I'm asking a colleague to join.")]
         assert_record_holds(cid)
