@@ -37,23 +37,28 @@ def waypoint():
             server.start(wait=False)
         for server in servers:
             server.wait_ready(timeout=60)
-        yield database, [s.url for s in servers], out.strip().splitlines()[-1]
+        yield database, servers, out.strip().splitlines()[-1]
     finally:
         for server in servers:
             server.stop()
         database.drop()
 
 
+def server_logs(servers: list[DaphneServer]) -> str:
+    """Each server's log, so that a failure under load explains itself in the test's report."""
+    return "\n".join(f"--- {server.url}\n{server.output()[-20000:]}" for server in servers)
+
+
 @pytest.fixture(scope="module")
 def report(waypoint):
-    database, urls, assistant_id = waypoint
-    return asyncio.run(run_load(servers=urls, database_url=database.url, assistant_id=assistant_id,
+    database, servers, assistant_id = waypoint
+    return asyncio.run(run_load(servers=[s.url for s in servers], database_url=database.url, assistant_id=assistant_id,
                                 customers=CUSTOMERS, turns=TURNS))
 
 
 class TestLoopbackLoad:
-    def test_no_request_fails(self, report):
-        assert report.errors == []
+    def test_no_request_fails(self, report, waypoint):
+        assert report.errors == [], server_logs(waypoint[1])
 
     def test_every_reply_reaches_its_socket_across_processes(self, report):
         assert report.turns == CUSTOMERS * TURNS
@@ -64,12 +69,12 @@ class TestLoopbackLoad:
 
 class TestThePagePath:
     def test_every_reply_arrives_on_the_page_socket_as_its_li(self, waypoint):
-        database, urls, assistant_id = waypoint
+        database, servers, assistant_id = waypoint
 
-        report = asyncio.run(run_load(servers=urls, database_url=database.url, assistant_id=assistant_id,
-                                      customers=4, turns=TURNS, page=True))
+        report = asyncio.run(run_load(servers=[s.url for s in servers], database_url=database.url,
+                                      assistant_id=assistant_id, customers=4, turns=TURNS, page=True))
 
-        assert (report.errors, report.lost, report.turns) == ([], [], 4 * TURNS)
+        assert (report.errors, report.lost, report.turns) == ([], [], 4 * TURNS), server_logs(servers)
 
     def test_the_floor_app_serves_the_same_load(self):
         database = ServerDatabase("floor", settings="bench.floor.settings")
@@ -81,6 +86,7 @@ class TestThePagePath:
                                           customers=4, turns=TURNS, page=True))
         finally:
             server.stop()
+            logs = server_logs([server])
             database.drop()
 
-        assert (report.errors, report.lost, report.turns) == ([], [], 4 * TURNS)
+        assert (report.errors, report.lost, report.turns) == ([], [], 4 * TURNS), logs
