@@ -30,7 +30,12 @@ class OutageMiddleware:
     def process_exception(self, request, exception):
         if not isinstance(exception, OUTAGE):
             return None
-        log.warning("the database is unreachable: %s %s answered 503", request.method, request.path, exc_info=True)
-        response = render(request, "503.html", status=503)
-        response["Retry-After"] = str(ServiceUnavailable.retry_after)
-        return response
+        return unavailable(request)
+
+
+def unavailable(request):
+    """The 503 page, with Retry-After, for a request whose database went away."""
+    log.warning("the database is unreachable: %s %s answered 503", request.method, request.path, exc_info=True)
+    response = render(request, "503.html", status=503)
+    response["Retry-After"] = str(ServiceUnavailable.retry_after)
+    return response
