@@ -66,4 +66,4 @@ bench: install
 
 # The randomized crash suite at length: WAYPOINT_SOAK_ROUNDS rounds (default 40), seed printed for replay.
 soak: install
-	WAYPOINT_SOAK_ROUNDS=$${WAYPOINT_SOAK_ROUNDS:-40} bash tests/run.sh tests/reliability/test_random_crashes.py -q -s $(ARGS)
+	WAYPOINT_SOAK_ROUNDS=$${WAYPOINT_SOAK_ROUNDS:-40} bash tests/run.sh tests/reliability/test_random_crashes.py -q -s --timeout=0 $(ARGS)
