@@ -233,7 +233,10 @@ def test_the_quarantined_filter_shows_why_each_row_is_there_and_a_settled_one_le
     customer = browser.new_context().new_page()
     for crashed, button in ((denied, "Deny"), (settled, "Approve")):
         customer.goto(f"{waypoint_server.url}/c/{crashed['conversation_id']}?token={crashed['token']}")
-        customer.get_by_role("button", name="Continue").click(timeout=30_000)
+        # No Continue before staff settle it (docs/durability.md): the customer asks for the refund again.
+        expect(customer.locator(".card.interrupted")).to_be_visible(timeout=30_000)
+        customer.get_by_label("Message").fill("I want a refund")
+        customer.get_by_label("Message").press("Enter")
         customer.locator(".card.approval").get_by_role("button", name=button).click(timeout=10_000)
         expect(customer.locator("#status")).to_have_attribute("data-run-status", "completed", timeout=10_000)
     page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()

@@ -212,12 +212,16 @@ def interruption(state: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> d
         name = tools.display_name(by_name.get(confirmed["tool"], {}), confirmed["tool"])
         return {"why": f"It stopped while “{name}” was under way. Our team has since confirmed that it went through.",
                 "next": "Continue picks up from there without doing it again."}
-    if unknown is not None:
+    if unknown is not None and state["quarantined"]:
+        # Staff settle an unknown outcome before the customer is offered to go on (docs/durability.md,
+        # "Who may try it again"): Continue would ask to do it again before anyone has looked.
         name = tools.display_name(by_name.get(unknown["tool"], {}), unknown["tool"])
-        return {"why": f"It stopped while “{name}” was under way. We are checking whether it went through, "
-                       "so it was not repeated automatically.",
-                "next": f"Continue carries on from there. If “{name}” is tried again, it is sent under the same "
-                        "reference as before, so it can be recognised as a repeat and not done twice."}
+        return {"why": f"Something went wrong on our side while “{name}” was under way, so we don’t know yet "
+                       "whether it went through.",
+                "check": "We are checking whether it went through: our team is looking at what the system that "
+                         "handles it received. Nothing is tried again until they have.",
+                "next": "You don’t need to do anything. This page updates as soon as they have checked, and you "
+                        "can carry on from there. You can still write to us here meanwhile."}
     return {"why": "It stopped before it finished.", "next": "Nothing you sent was lost: Continue picks up from here."}
 
 
@@ -268,6 +272,8 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     state["can_continue"] = state["conversation_status"] != "completed" and state["run_status"] in CONTINUABLE
     if state["can_continue"]:
         state["interruption"] = interruption(state, by_name)
+    # An unknown outcome nobody has settled yet: the card explains and offers no Continue.
+    state["awaiting_team"] = state["can_continue"] and "check" in state.get("interruption", {})
     state["last_progress"] = progress_line(state, by_name) if state["active"] else ""
     handoff = handoff_settings(config)
     state["handoff_offered"] = handoff["enabled"] and control["mode"] == "agent" and state["conversation_status"] != "completed"

@@ -355,11 +355,20 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
     return _after_post(request, conversation_id, grant)
 
 
+AWAITING_TEAM = ("Our team is still checking whether the interrupted step went through. You can carry on once "
+                 "they have; this page updates by itself.")
+
+
 @for_people
 @csrf_exempt
 @require_POST
 def continue_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
     grant = _grant(request, conversation_id, "write")
+    state = conversation_state(_conversation(conversation_id))
+    if state["quarantined"] and state["run_status"] == "interrupted":
+        # The customer's pages leave an unknown outcome to staff first (docs/durability.md); a page
+        # that still shows Continue from before gets the reason. The API keeps PRODUCT.md's Continue.
+        return _after_post(request, conversation_id, grant, status=409, notice=AWAITING_TEAM)
     try:
         actions.continue_conversation(conversation_id=conversation_id, persona=grant.persona, edge=grant.edge, now=timezone.now())
     except WaypointError as exc:

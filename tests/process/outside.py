@@ -95,7 +95,18 @@ class Customer:
         return self._post(server, "answer", {"run_id": run_id, "call_id": call_id, **{f"field.{k}": v for k, v in fields.items()}})
 
     def continue_(self, server: DaphneServer) -> int | None:
-        return self._post(server, "continue", {})
+        """
+        Continue through the API, as the application may (PRODUCT.md rule 8).
+
+        The customer's page offers no Continue while staff have an unknown outcome to settle
+        (docs/durability.md, "Who may try it again"); the API keeps the contract's Continue.
+        """
+        try:
+            response = httpx.post(f"{server.url}/v1/agent/conversations/{self.conversation_id}/continue",
+                                  headers={"Authorization": f"Bearer {self.token}"}, timeout=15)
+        except httpx.TransportError:
+            return None
+        return response.status_code
 
     def page(self, server: DaphneServer) -> str:
         response = httpx.get(f"{server.url}/c/{self.conversation_id}", params={"token": self.token}, timeout=15)
