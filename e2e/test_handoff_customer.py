@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
@@ -57,8 +58,8 @@ def test_a_customer_asks_for_a_person_talks_to_dana_and_is_handed_back(
 
     page.get_by_role("button", name="Talk to a person").click()
 
-    expect(log).to_contain_text("Waiting for a person…", timeout=10_000)
-    expect(log).to_contain_text("A person will be with you shortly.")
+    expect(log).to_contain_text("A person was asked to join", timeout=10_000)
+    expect(page.locator("#handoff")).to_contain_text("A person will be with you shortly.")
     expect(page.get_by_role("button", name="Talk to a person")).to_have_count(0)
     expect(page.locator("#status")).to_have_text("Waiting for a person…")
     accessibility(page)
@@ -119,8 +120,14 @@ def test_the_demo_assistant_hands_over_when_asked_in_words(browser, waypoint_ser
     page = browser.new_context().new_page()
     start_conversation(page, waypoint_server, "Can I talk to a person please?")
 
-    expect(page.get_by_role("log")).to_contain_text("Waiting for a person…", timeout=10_000)
+    log = page.get_by_role("log")
+    expect(log).to_contain_text("A person was asked to join", timeout=10_000)
     expect(page.locator("#status")).to_have_text("Waiting for a person…")
+    # What the assistant said as it asked is its reply, above the line.
+    reply = page.locator(".message.assistant").last
+    expect(reply).to_contain_text("Of course, I'm asking a person to join.")
+    assert reply.evaluate("(el) => !!(el.compareDocumentPosition(document.querySelector('.control-line.handoff_requested')) "
+                          "& Node.DOCUMENT_POSITION_FOLLOWING)")
     page.context.close()
 
 
@@ -134,7 +141,7 @@ def test_an_assistant_without_handoff_offers_no_person(browser, waypoint_server,
     page.context.close()
 
 
-def test_the_widget_offers_a_person_too(browser, demo_shop, widget_server, accessibility):
+def test_the_widget_offers_a_person_too(browser, demo_shop, widget_server, accessibility, screenshots):
     page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
     page.goto(demo_shop + "/")
     expect(page.locator("html")).to_have_attribute("data-waypoint-ready", "1", timeout=15_000)
@@ -146,7 +153,10 @@ def test_the_widget_offers_a_person_too(browser, demo_shop, widget_server, acces
 
     chat.get_by_role("button", name="Talk to a person").click()
 
-    expect(chat.get_by_role("log")).to_contain_text("Waiting for a person…", timeout=10_000)
+    expect(chat.get_by_role("log")).to_contain_text("A person was asked to join", timeout=10_000)
+    # The greeting the widget opened with stays above the conversation.
+    expect(chat.locator("#greeting")).to_contain_text("Hi! How can we help you today?")
+    screenshots(page, "widget-greeting-kept")
     accessibility(page)
     frame = next(f for f in page.frames if "/c/" in f.url)
     http, call = api_of(widget_server)
@@ -157,4 +167,70 @@ def test_the_widget_offers_a_person_too(browser, demo_shop, widget_server, acces
     expect(chat.get_by_role("log")).to_contain_text("Dana joined", timeout=10_000)
     expect(chat.locator(".message.staff").last).to_contain_text("Dana here, looking now.")
     expect(chat.locator("#status")).to_have_text("You're chatting with Dana")
+    page.context.close()
+
+
+def test_after_a_queue_time_out_the_waiting_words_give_way_to_the_unavailable_message(
+    browser, waypoint_server, start_conversation, accessibility, screenshots
+):
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    start_conversation(page, waypoint_server, "Where is my order?")
+    log = page.get_by_role("log")
+    expect(log).to_contain_text("on its way", timeout=10_000)
+    page.get_by_role("button", name="Talk to a person").click()
+    expect(page.locator("#handoff")).to_contain_text("A person will be with you shortly.", timeout=10_000)
+
+    # The queue's clock, a day on: what each process's housekeeping does once the time-out is due.
+    waypoint_server.database.manage("shell", "-c", "from datetime import timedelta; from django.utils import timezone; "
+                                    "from apps.agent import handoff; handoff.time_out_handoffs(now=timezone.now() + timedelta(days=1))")
+    # That process's broadcast reaches no socket of the server's (no shared channel layer here).
+    page.reload()
+
+    expect(log).to_contain_text("No one is free right now", timeout=10_000)
+    expect(page.get_by_text("A person will be with you shortly.")).to_have_count(0)
+    expect(page.locator(".control-line.handoff_requested")).to_have_text("A person was asked to join")
+    expect(page.get_by_role("button", name="Talk to a person")).to_be_enabled()
+    screenshots(page, "customer-queue-timed-out")
+    accessibility(page)
+    page.context.close()
+
+
+def test_offline_the_notice_is_no_assistant_bubble_and_no_person_can_be_asked_for(
+    browser, waypoint_server, start_conversation, accessibility, screenshots
+):
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    sockets, cut = [], []
+
+    def connect(ws):
+        if cut:
+            ws.close()
+            return
+        ws.connect_to_server()
+        sockets.append(ws)
+
+    page.route_web_socket(re.compile(r"/ws/conversations/"), connect)
+    start_conversation(page, waypoint_server, "Where is my order?")
+    expect(page.get_by_role("log")).to_contain_text("on its way", timeout=10_000)
+    talk = page.get_by_role("button", name="Talk to a person")
+    expect(talk).to_be_enabled()
+
+    cut.append(True)
+    for ws in sockets:
+        ws.close()
+    page.route(re.compile(r"/live\?"), lambda route: route.abort("connectionrefused"))
+
+    notice = page.locator("#stalled")
+    expect(notice).to_be_visible(timeout=40_000)
+    expect(talk).to_be_disabled()
+    bubble = page.locator(".message.assistant .bubble").first
+    style = "(el) => getComputedStyle(el).backgroundColor + ' ' + getComputedStyle(el).borderLeftWidth"
+    assert notice.evaluate(style) != bubble.evaluate(style)
+    expect(notice).not_to_have_class(re.compile(r"\bbubble\b"))
+    screenshots(page, "customer-offline")
+    accessibility(page)
+
+    page.unroute(re.compile(r"/live\?"))
+    cut.clear()
+    expect(notice).to_be_hidden(timeout=20_000)
+    expect(talk).to_be_enabled()
     page.context.close()

@@ -34,7 +34,7 @@ def ask_for_a_person(browser, server, start_conversation, message="Where is my o
     start_conversation(customer, server, message)
     expect(customer.get_by_role("log")).to_contain_text("on its way", timeout=10_000)
     customer.get_by_role("button", name="Talk to a person").click()
-    expect(customer.get_by_role("log")).to_contain_text("Waiting for a person…", timeout=10_000)
+    expect(customer.get_by_role("log")).to_contain_text("A person was asked to join", timeout=10_000)
     return customer, customer.url.split("/c/")[1].split("?")[0]
 
 

@@ -92,8 +92,8 @@ def test_a_new_card_takes_the_focus_and_is_announced(page, widget_server, start_
 
     heading = page.locator("#cards form.card.approval h2")
     expect(heading).to_be_focused(timeout=10_000)
-    expect(heading).to_have_text("Approval needed")
-    expect(page.locator("#announcer")).to_contain_text("New request: Approval needed")
+    expect(heading).to_have_text("Shall I refund $20 for order A-1?")
+    expect(page.locator("#announcer")).to_contain_text("New request: Shall I refund $20 for order A-1?")
 
 
 def test_on_a_phone_the_host_page_does_not_scroll_behind_the_full_screen_widget(browser, demo_shop):

@@ -123,6 +123,23 @@ def card_title(call: dict[str, Any], tool: dict[str, Any]) -> str:
     return tool.get("description") or display_name(tool, call["tool"])
 
 
+def approval_question(call: dict[str, Any], tool: dict[str, Any]) -> str:
+    """
+    An approval as the customer is asked it: "Shall I refund $20 for order A-1?".
+
+    The card's title ("Refund $20 for order A-1") reads as an order to the person who answers it;
+    the customer is asked whether the assistant should do it. Staff cards keep the title.
+    """
+    arguments = call["arguments"] if isinstance(call["arguments"], dict) else {}
+    worded = summary(tool, arguments)
+    if not worded:
+        return f"Shall I go ahead with “{display_name(tool, call['tool'])}”?"
+    # "Refund …" → "refund …", but a word in capitals ("SMS to …") keeps them.
+    if worded[:1].isupper() and not worded[1:2].isupper():
+        worded = worded[:1].lower() + worded[1:]
+    return f"Shall I {worded.rstrip('.')}?"
+
+
 TODAY = "today"
 
 

@@ -212,7 +212,7 @@ def interruption(state: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> d
         name = tools.display_name(by_name.get(confirmed["tool"], {}), confirmed["tool"])
         return {"why": f"It stopped while “{name}” was under way. Our team has since confirmed that it went through.",
                 "next": "Continue picks up from there without doing it again."}
-    if unknown is not None and state["quarantined"]:
+    if unknown is not None and state.get("quarantined"):
         # Staff settle an unknown outcome before the customer is offered to go on (docs/durability.md,
         # "Who may try it again"): Continue would ask to do it again before anyone has looked.
         name = tools.display_name(by_name.get(unknown["tool"], {}), unknown["tool"])
@@ -239,6 +239,8 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         call["arguments_json"] = json.dumps(call["arguments"], sort_keys=True)
         call["answered_by_application"] = tool.get("answered_by") == "application"
         call["title"] = tools.card_title(call, tool)
+        if call["kind"] == "approval":
+            call["question"] = tools.approval_question(call, tool)
         call["display_name"] = tools.display_name(tool, call["tool"])
         call["fields"] = form_fields(tool.get("parameters", {}))
         # One field named like the card itself: the heading already says it, the label stays for screen readers.
@@ -277,6 +279,7 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     state["last_progress"] = progress_line(state, by_name) if state["active"] else ""
     handoff = handoff_settings(config)
     state["handoff_offered"] = handoff["enabled"] and control["mode"] == "agent" and state["conversation_status"] != "completed"
+    state["queued_message"] = handoff["queued_message"] if control["mode"] == "queued" else ""
     if control["mode"] == "queued":
         state["control_text"] = "Waiting for a person…"
     elif control["mode"] == "human":
@@ -298,7 +301,9 @@ def control_line(change: dict[str, Any], handoff: dict[str, Any]) -> dict[str, A
     """A change of control as the transcript's system line ("Dana joined"), where the log has it."""
     name = change["staff"]["name"] if change["staff"] else "A person"
     text, detail = {
-        "handoff_requested": ("Waiting for a person…", handoff["queued_message"]),
+        # A fact of the past, true whatever came after (a time-out, a take-over); the waiting words
+        # (`queued_message`) are shown under the composer only while the request waits.
+        "handoff_requested": ("A person was asked to join", ""),
         "control_taken": (f"{name} joined", ""),
         "control_returned": (f"{name} handed you back to the assistant", ""),
         "handoff_timed_out": (change["text"] or handoff["unavailable_message"], ""),

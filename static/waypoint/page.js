@@ -355,6 +355,8 @@
       main.classList.toggle("stalled", stalled() && !revoked);
       const notice = document.getElementById("stalled");
       if (notice) notice.hidden = !(stalled() && !revoked);
+      // Asking for a person needs the server: while it cannot be reached the press would go nowhere.
+      document.querySelectorAll("#handoff button").forEach((button) => { button.disabled = stalled() || revoked; });
     }
 
     // --- times: relative, the exact one on hover, a separator where a day begins -------------------

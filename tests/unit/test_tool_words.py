@@ -73,7 +73,7 @@ class TestOneNameEverywhere:
         receipt = presenters.page_state({**state, "receipts": [
             {**self.CALL, "run_id": "run_1", "status": "approved", "output": {"decision": "approve"}, "seq": 4}]}, self.CONFIG)
         progress = presenters.progress_line(state, by_name)
-        interruption = presenters.interruption({**state, "run_status": "interrupted"}, by_name)
+        interruption = presenters.interruption({**state, "run_status": "interrupted", "quarantined": True}, by_name)
         notice = presenters.conflict_notice(self.CALL, self.CONFIG, output={"decision": "deny"}, answered_by="", viewer="guest:a")
 
         assert card["pending_client_actions"][0]["title"] == "Issue refund"
@@ -127,3 +127,15 @@ class TestBareAddressesInMessages:
 
     def test_a_script_address_stays_text(self):
         assert "<a" not in presenters.render_markdown("javascript:alert(1) and [x](javascript:alert(1))")
+
+
+class TestApprovalQuestion:
+    def test_asks_in_the_assistants_voice_from_the_summary(self):
+        tool = {"summary": "Refund ${amount} for order {order_id}"}
+
+        assert tools.approval_question({"tool": "issue_refund", "arguments": {"amount": 20, "order_id": "A-1"}}, tool) == \
+            "Shall I refund $20 for order A-1?"
+
+    def test_keeps_a_word_in_capitals(self):
+        assert tools.approval_question({"tool": "send_sms", "arguments": {}}, {"summary": "SMS the courier"}) == \
+            "Shall I SMS the courier?"

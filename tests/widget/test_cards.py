@@ -280,13 +280,13 @@ WORDED_TOOLS = [
 
 
 class TestWords:
-    def test_an_approval_card_says_the_summary_and_keeps_the_exact_arguments_under_details(self, page, make_assistant, started):
+    def test_an_approval_card_asks_the_summary_and_keeps_the_exact_arguments_under_details(self, page, make_assistant, started):
         conversation = started("I want a refund", assistant=make_assistant(tools=WORDED_TOOLS))
 
         html = page(conversation).content.decode()
 
         card = html[html.index('class="card approval"'):html.index("</form>", html.index('class="card approval"'))]
-        assert '<p class="summary"><strong>Refund 20 for order A-1</strong></p>' in card
+        assert ">Shall I refund 20 for order A-1?</h2>" in card
         details = card[card.index("<details"):card.index("</details>")]
         assert "<summary>Details</summary>" in details and "<code>issue_refund</code>" in details
         assert json.dumps({"amount": 20, "order_id": "A-1"}, indent=2, sort_keys=True).replace('"', "&quot;") in details
