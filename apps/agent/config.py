@@ -1,8 +1,9 @@
 """
 Validation of an assistant's JSON configuration (PRODUCT.md "Assistant configuration").
 
-Pure: no Django. `check_config` returns the normalised config or raises `ConfigError` listing every
-problem with the path where it is.
+Checks only: no database access. `check_config` returns the normalised config or raises
+`ConfigError` listing every problem with the path where it is. The built-in tools' names come from
+their table (`apps/agent/calls.py`), the actions' from theirs (`apps/actions/registry.py`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from apps.actions.registry import ACTIONS
 from apps.actions.targets import TargetError, parse_target
+from apps.agent.calls import BUILTINS, CLASSES
+from apps.agent.handoff import HANDOFF_DEFAULTS, handoff_settings, offers_handoff_tool  # noqa: F401 - read here
 from apps.agent.tools import check_date_bounds, check_tool_words
 
-BUILTIN_TOOLS = {"complete_conversation", "ask_question", "remember", "handoff_to_human"}
-ACTIONS = {"echo", "fail", "sleep", "webhook", "write_file", "read_file", "list_files", "write_artifact"}
 PROVIDERS = {"scripted", "openai"}
 MODES = {"agent", "simple"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -157,7 +159,7 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
         problems.append(f"instructions: must be text of at most {MAX_INSTRUCTIONS_CHARS} characters")
 
     tools = config.get("tools", [])
-    names: set[str] = set(BUILTIN_TOOLS)
+    names: set[str] = set(BUILTINS)
     if not isinstance(tools, list):
         problems.append("tools: must be a list")
         tools = []
@@ -184,6 +186,8 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
                 problems.append(f"{at}.action: unknown action {action!r} (one of {sorted(ACTIONS)})")
             if action == "webhook":
                 _check_webhook_url(tool.get("url"), f"{at}.url", problems)
+            if "class" in tool and tool["class"] not in CLASSES:
+                problems.append(f"{at}.class: one of {', '.join(CLASSES)} (what calling it twice may do)")
         else:
             if tool.get("requires_approval"):
                 problems.append(f"{at}.requires_approval: only server tools can require approval")
@@ -243,15 +247,6 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
     return out
 
 
-HANDOFF_DEFAULTS = {
-    "enabled": False,
-    "model_tool": False,
-    "queue_timeout_seconds": 600,
-    "queued_message": "A person will be with you shortly.",
-    "unavailable_message": "No one is free right now; I'll keep helping.",
-}
-
-
 def _check_handoff(handoff: Any, problems: list[str]) -> dict[str, Any]:
     """The `handoff` block (PRODUCT.md "Human handoff"), with its defaults filled in."""
     if not isinstance(handoff, dict):
@@ -271,17 +266,6 @@ def _check_handoff(handoff: Any, problems: list[str]) -> dict[str, Any]:
         if not isinstance(out[text], str) or not out[text].strip() or len(out[text]) > 500:
             problems.append(f"handoff.{text}: must be text of at most 500 characters")
     return out
-
-
-def handoff_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """An assistant's handoff settings; an assistant stored before they existed has the defaults."""
-    return {**HANDOFF_DEFAULTS, **(config.get("handoff") or {})}
-
-
-def offers_handoff_tool(config: dict[str, Any]) -> bool:
-    """Whether the model is offered `handoff_to_human` (both `handoff.enabled` and `handoff.model_tool`)."""
-    settings = handoff_settings(config)
-    return bool(settings["enabled"] and settings["model_tool"])
 
 
 def _number(value: Any) -> bool:
@@ -312,6 +296,6 @@ def _check_model_settings(model: dict[str, Any], tool_names: set[str], problems:
 
 def tool_by_name(config: dict[str, Any], name: str) -> dict[str, Any] | None:
     """Return a configured tool, or the definition of a built-in one."""
-    if name in BUILTIN_TOOLS:
+    if name in BUILTINS:
         return {"name": name, "kind": "builtin", "requires_approval": False}
     return next((t for t in config.get("tools", []) if t["name"] == name), None)

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
-from apps.agent.config import handoff_settings
+from apps.agent.statements import assistant_config
 from apps.conversations import actions as conversation_actions
 from apps.conversations import broadcast
 from apps.conversations.errors import (
@@ -28,6 +28,8 @@ from apps.conversations.queries import CONTROL_FIELDS, control
 from apps.ledger import store
 from apps.ledger.identities import InvalidPersona, parse_persona
 from apps.ledger.types import (
+    ActionFinished,
+    ActionStarted,
     ControlReturned,
     ControlTaken,
     HandoffRequested,
@@ -36,6 +38,26 @@ from apps.ledger.types import (
     TurnHandedOff,
 )
 from apps.runs.models import WorkflowLog
+
+HANDOFF_DEFAULTS = {
+    "enabled": False,
+    "model_tool": False,
+    "queue_timeout_seconds": 600,
+    "queued_message": "A person will be with you shortly.",
+    "unavailable_message": "No one is free right now; I'll keep helping.",
+}
+
+
+def handoff_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """An assistant's handoff settings; an assistant stored before they existed has the defaults."""
+    return {**HANDOFF_DEFAULTS, **(config.get("handoff") or {})}
+
+
+def offers_handoff_tool(config: dict[str, Any]) -> bool:
+    """Whether the model is offered `handoff_to_human` (both `handoff.enabled` and `handoff.model_tool`)."""
+    settings = handoff_settings(config)
+    return bool(settings["enabled"] and settings["model_tool"])
+
 
 WITHDRAWN = "handed to a person"
 MAX_REASON = 500
@@ -224,3 +246,27 @@ def time_out_handoffs(*, now: datetime) -> int:
                     actor="system", now=now)
             timed_out += 1
     return timed_out
+
+
+def by_model(cid: str, run: WorkflowLog, call: Any, attempt: int, said: str) -> list:
+    """
+    The model asked for a person: the call's outcome, the run handed off and the request for a person, in one commit.
+
+    `said` is the text of the round that made the call: the turn's reply, recorded on the run's end
+    before the request so the transcript shows it above the waiting line. Offered only when the
+    assistant's `handoff.enabled` and `model_tool` are set; a model that calls it anyway is told it
+    failed, and goes on.
+    """
+    key = f"{run.turn_id}:{call.call_id}"
+    started = ActionStarted(run_id=run.run_id, call_id=call.call_id, tool=call.tool, action="", arguments=call.arguments,
+                            side_effecting=False, idempotency_key=key, attempt=attempt)
+    if not handoff_settings(assistant_config(cid))["enabled"]:
+        return [started, ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False,
+                                        error="no person can be asked for in this conversation")]
+    reason = str(call.arguments.get("reason") or "")[:500]
+    return [
+        started,
+        ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output={"handed_to": "a person"}),
+        TurnHandedOff(run_id=run.run_id, reason=WITHDRAWN, reply=said, message_id=conversation_actions.new_id("msg") if said else ""),
+        HandoffRequested(source="model", requested_by="agent", reason=reason, run_id=run.run_id),
+    ]

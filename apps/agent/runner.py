@@ -36,8 +36,7 @@ from django.db import (
 from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, ActionCall, ActionError
-from apps.agent import handoff, history, turns
-from apps.agent.config import BUILTIN_TOOLS, handoff_settings, offers_handoff_tool
+from apps.agent import calls, handoff, history, turns
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.agent.statements import ASSISTANT_CONFIG, HOUSEKEEPING_DUE, ORPHANED, assistant_config
 from apps.conversations import broadcast, faults, lease
@@ -53,7 +52,6 @@ from apps.ledger.types import (
     ClientActionRequested,
     CompletionRequested,
     ConversationCompleted,
-    HandoffRequested,
     ModelRound,
     QuarantineSettled,
     QuestionRequest,
@@ -549,14 +547,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
     opening = _opening(cid, run.turn_id)
     config = opening.config
     provider = provider_for(config)
-    tools = [t for t in config.get("tools", [])] + [
-        {"name": "ask_question", "kind": "builtin", "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}},
-        {"name": "complete_conversation", "kind": "builtin", "parameters": {"type": "object", "properties": {}}},
-        {"name": "remember", "kind": "builtin", "description": "Remember a fact for the later turns of this conversation",
-         "parameters": {"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]}},
-    ]
-    if offers_handoff_tool(config):
-        tools.append(HANDOFF_TOOL)
+    tools = [*config.get("tools", []), *calls.offered_builtins(config)]
     # Control comes with the opening reads, and the first append goes on the head read with it only
     # if the agent had control then. Before a model round or a tool the run knows control as of the
     # head it last read or committed: the agent's while its commits go on its own heads (a change of
@@ -647,13 +638,6 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
             return True
 
 
-HANDOFF_TOOL = {
-    "name": "handoff_to_human", "kind": "builtin",
-    "description": "Hand the conversation to a person on the support team, when the customer asks for one or you cannot help",
-    "parameters": {"type": "object", "properties": {"reason": {"type": "string", "description": "Why a person is needed"}}},
-}
-
-
 def _provisional(event, turn_id: str) -> Recorded:
     """A decided entry as the planner sees it before it is committed."""
     return Recorded(seq=0, kind=event.kind, turn_id=turn_id, actor="agent", created_at="", payload=event.payload())
@@ -663,15 +647,18 @@ def _joins_model_round(step: turns.Step) -> bool:
     """Whether a step may commit together with the model round before it (see execute_run)."""
     if not isinstance(step, turns.RunAction):
         return False
-    if _no_linked_action(step) or step.problem:
-        return True  # only log entries: remember, or the failure of a call that cannot be made
-    action = ACTIONS.get(step.tool.get("action", ""))
-    return action is not None and action.read_only
+    if step.problem:
+        return True  # the failure of a call that cannot be made: only log entries
+    if step.call.tool in calls.BUILTINS:
+        return calls.BUILTINS[step.call.tool].read_only
+    if _no_linked_action(step):
+        return True  # a tool the assistant does not have: its failure is only a log entry
+    return ACTIONS.get(step.tool.get("action", "")) is not None and calls.tool_class(step.tool) == "read"
 
 
 def _no_linked_action(step: turns.RunAction) -> bool:
-    """A built-in tool (remember) or one the assistant does not have: nothing runs but the log."""
-    return step.tool is None or step.tool.get("kind") == "builtin" or step.call.tool in BUILTIN_TOOLS
+    """A built-in tool or one the assistant does not have: nothing runs but the log."""
+    return step.tool is None or step.tool.get("kind") == "builtin" or step.call.tool in calls.BUILTINS
 
 
 class Summaries:
@@ -766,8 +753,7 @@ def _reattempt(call: turns.CallState, tool: dict, earlier: history.History) -> d
     An approval asked for as a re-attempt stays one: the person approved sending it under the
     first attempt's key, whatever became known since.
     """
-    action = ACTIONS.get(tool.get("action", ""))
-    if action is None or not action.side_effecting:
+    if not calls.side_effecting(tool):
         return {}
     if call.reattempt_of:
         return call.reattempt_of
@@ -804,11 +790,12 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
                 state: turns.TurnState) -> bool:
     """Run one action and commit its outcome; True when that commit ended the run (and gave the lease up)."""
     call = step.call
-    if call.tool == "handoff_to_human" and not step.problem:
+    builtin = calls.BUILTINS.get(call.tool)
+    if builtin is not None and builtin.run is not None and not step.problem:
         said = next((r.text for r in state.rounds if r.number == call.round), "")
-        events = _handoff_by_model(cid, run, call, step.attempt, said)
-        return commit(events, last=any(isinstance(e, TurnHandedOff) for e in events))
-    if step.problem or (_no_linked_action(step) and call.tool not in ("remember", "handoff_to_human")):
+        ran = builtin.run(calls.Call(cid, run, call, step.attempt, said))
+        return commit(ran.events, last=ran.ends_run)
+    if step.problem or _no_linked_action(step):
         # Recorded as an action that started and failed at once: the action log row the finish
         # updates must exist, or the step cannot commit and the run never ends.
         tool = _stored_name(call.tool)
@@ -818,13 +805,8 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
                                   error=step.problem or f"unknown tool {tool!r}")
         commit([started, finished])
         return False
-    if call.tool == "remember":
-        commit(workspace_actions.remember_call(
-            conversation_id=cid, run_id=run.run_id, turn_id=run.turn_id, call_id=call.call_id, arguments=call.arguments,
-            persona=run.caller,
-        ))
-        return False
     action = ACTIONS[step.tool["action"]]
+    side_effecting, read_only = calls.side_effecting(step.tool), calls.tool_class(step.tool) == "read"
     # A retry in this turn keeps the key it started with; a re-attempt of an earlier turn's
     # unknown outcome takes that attempt's key, so the receiving system can deduplicate it.
     reattempt_of = _reattempt(call, step.tool, earlier) if step.attempt == 1 else {}
@@ -835,12 +817,12 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
         tool=call.tool,
         action=action.name,
         arguments=call.arguments,
-        side_effecting=action.side_effecting,
+        side_effecting=side_effecting,
         idempotency_key=first_key,
         attempt=step.attempt,
         reattempt_of=reattempt_of,
     )
-    if not action.read_only:
+    if not read_only:
         commit([started])  # before the action runs: a crash then leaves a start without a finish
     try:
         output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.arguments,
@@ -851,33 +833,9 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
     except Exception as exc:  # noqa: BLE001 - a broken action is the tool's failure, not the turn's crash
         log.exception("action %s raised", action.name)
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=type(exc).__name__)
-    if action.side_effecting:
+    if side_effecting:
         faults.reach("during_action")
-    return commit([started, finished] if action.read_only else [finished, *_settled(reattempt_of, call, finished)])
-
-
-def _handoff_by_model(cid: str, run: WorkflowLog, call: turns.CallState, attempt: int, said: str) -> list:
-    """
-    The model asked for a person: the call's outcome, the run handed off and the request for a person, in one commit.
-
-    `said` is the text of the round that made the call: the turn's reply, recorded on the run's end
-    before the request so the transcript shows it above the waiting line. Offered only when the
-    assistant's `handoff.enabled` and `model_tool` are set; a model that calls it anyway is told it
-    failed, and goes on.
-    """
-    key = f"{run.turn_id}:{call.call_id}"
-    started = ActionStarted(run_id=run.run_id, call_id=call.call_id, tool=call.tool, action="", arguments=call.arguments,
-                            side_effecting=False, idempotency_key=key, attempt=attempt)
-    if not handoff_settings(assistant_config(cid))["enabled"]:
-        return [started, ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False,
-                                        error="no person can be asked for in this conversation")]
-    reason = str(call.arguments.get("reason") or "")[:500]
-    return [
-        started,
-        ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output={"handed_to": "a person"}),
-        TurnHandedOff(run_id=run.run_id, reason=handoff.WITHDRAWN, reply=said, message_id=new_id("msg") if said else ""),
-        HandoffRequested(source="model", requested_by="agent", reason=reason, run_id=run.run_id),
-    ]
+    return commit([started, finished] if read_only else [finished, *_settled(reattempt_of, call, finished)])
 
 
 def _settled(reattempt_of: dict, call: turns.CallState, finished: ActionFinished) -> list[QuarantineSettled]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.actions.registry import ACTIONS
+from apps.agent import calls
 from apps.agent.config import tool_by_name
 from apps.agent.providers import PastRound, ToolCall
 from apps.ledger.types import (
@@ -361,7 +362,7 @@ def next_step(state: TurnState, config: dict[str, Any], budget: int) -> Step:
                 continue
         if call.finished is not None or call.resolution == "done":
             continue
-        side_effecting = ACTIONS[tool["action"]].side_effecting if tool.get("action") in ACTIONS else False
+        side_effecting = calls.side_effecting(tool) if tool.get("action") in ACTIONS else False
         if call.started and side_effecting and call.resolution != "not_done_retry":
             return Ambiguous(call)
         if runnable is None:

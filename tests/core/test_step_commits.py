@@ -11,7 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, Action
-from apps.agent import actions, config
+from apps.agent import actions
 from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.ledger import store
@@ -157,7 +157,6 @@ class TestAnotherWriterMidTurn:
 
         # Not read-only: its start commits first, and the run's next append finds the head moved.
         monkeypatch.setitem(ACTIONS, "admit_colleague", Action("admit_colleague", side_effecting=False, run=admit))
-        monkeypatch.setattr(config, "ACTIONS", config.ACTIONS | {"admit_colleague"})
         cid = start("please admit my colleague", assistant=make_assistant(**ADMITTING))["conversation_id"]
 
         kinds = [e.kind for e in latest_turn(cid)]
