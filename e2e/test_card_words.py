@@ -34,7 +34,7 @@ def test_an_approval_reads_in_words_keeps_the_exact_call_under_details_and_deny_
     context, page = start_demo(browser, waypoint_server, "I want a refund")
     card = page.locator("#cards .card.approval")
 
-    expect(card.locator(".summary")).to_have_text("Refund $20 for order A-1", timeout=10_000)
+    expect(card.get_by_role("heading")).to_have_text("Shall I refund $20 for order A-1?", timeout=10_000)
     expect(page.locator("#status")).to_have_text("Waiting for your approval…")
     details = card.locator("details.call-details")
     expect(details.locator("pre.arguments")).to_be_hidden()
@@ -156,7 +156,7 @@ def test_the_widget_shows_the_same_words_and_declines_the_same_way(browser, wayp
     page.get_by_label("Message").press("Enter")
 
     card = page.locator("#cards .card.approval")
-    expect(card.locator(".summary")).to_have_text("Refund $20 for order A-1", timeout=10_000)
+    expect(card.get_by_role("heading")).to_have_text("Shall I refund $20 for order A-1?", timeout=10_000)
     expect(page.locator("#status")).to_have_text("Waiting for your approval…")
     card.get_by_role("button", name="Deny").click()
     expect(page.get_by_role("log")).to_contain_text("The refund was declined", timeout=10_000)
