@@ -23,7 +23,7 @@ PROVIDERS = {"scripted", "openai"}
 MODES = {"agent", "simple"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 TOOL_CHOICES = ("auto", "none", "required")
-# The outcomes of the previous call a scripted `say` step may depend on (apps/agent/providers.py `outcome`).
+# The outcomes of the previous call a scripted `say` step may depend on (apps/agent/providers/scripted.py `outcome`).
 WHEN = ("approved", "denied", "declined", "failed")
 MAX_INSTRUCTIONS_CHARS = 20_000
 

@@ -293,7 +293,7 @@ def effective_budget(deployment: int, config: dict[str, Any], state: TurnState) 
     return max(1, min(budgets))
 
 
-MAX_ARGUMENT_CHARS = 100_000  # as apps/agent/providers.py reads them
+MAX_ARGUMENT_CHARS = 100_000  # as apps/agent/providers/wire.py reads them
 
 
 def call_problem(config: dict[str, Any], call: CallState) -> str:
