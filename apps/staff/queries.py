@@ -368,6 +368,12 @@ def timeline(conversation_id: str, *, verification: chain.VerifyResult | None = 
     return rows, result
 
 
+# The kinds whose timeline line is their name alone: what they are says it all. Every other kind has
+# a case in `_summary` (tests/unit/test_event_kinds.py holds the two together).
+UNSUMMARISED = frozenset({"conversation_started", "ingress_directive", "question_request", "turn_expired", "turn_superseded",
+                          "conversation_completed", "repair"})
+
+
 def _summary(kind: str, payload: Any) -> str:
     """A short human line for a log entry, so the timeline reads without opening every payload."""
     if not isinstance(payload, dict):

@@ -1,0 +1,37 @@
+"""Every kind of log entry is declared where it must be: the staff timeline's words, and whether it announces a webhook."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from apps.ledger.types import KINDS
+from apps.staff.queries import UNSUMMARISED, _summary
+from apps.webhooks.events import BY_KIND, SILENT
+
+
+def sample_payload(kind: str) -> dict:
+    """A payload of the kind's own fields, each a plain value of its type."""
+    out = {}
+    for f in fields(KINDS[kind]):
+        typed = str(f.type)
+        out[f.name] = ([] if "list" in typed else {} if "dict" in typed else False if typed == "bool"
+                       else 1 if "int" in typed or "float" in typed else "x")
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_kind_announces_a_webhook_or_says_it_announces_none(kind):
+    assert (kind in BY_KIND) != (kind in SILENT), f"{kind}: add it to apps/webhooks/events.py BY_KIND or SILENT"
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_kind_has_words_on_the_staff_timeline_or_says_its_name_is_enough(kind):
+    worded = bool(_summary(kind, sample_payload(kind)))
+
+    assert worded != (kind in UNSUMMARISED), f"{kind}: give it a case in apps/staff/queries.py _summary or list it in UNSUMMARISED"
+
+
+def test_the_tables_name_no_kind_that_does_not_exist():
+    assert set(BY_KIND) | SILENT | UNSUMMARISED <= set(KINDS)
