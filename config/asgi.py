@@ -13,6 +13,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from apps.agent import runner  # noqa: E402
+from apps.knowledge import indexing as knowledge_indexing  # noqa: E402
 from apps.ops.access import silence_daphne_access_log  # noqa: E402
 from apps.staff.routing import websocket_urlpatterns as staff_websocket_urlpatterns  # noqa: E402
 from apps.webhooks import delivery as webhook_delivery  # noqa: E402
@@ -27,6 +28,7 @@ application = ProtocolTypeRouter(
 
 runner.start()
 webhook_delivery.start()
+knowledge_indexing.start()
 silence_daphne_access_log()
 
 # What loading made (modules, settings, URL patterns, templates) lives as long as the process:

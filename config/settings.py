@@ -304,3 +304,16 @@ WAYPOINT_WORKSPACE_MAX_FILE_BYTES = env.int("WAYPOINT_WORKSPACE_MAX_FILE_BYTES",
 
 # --- AG-UI: any AG-UI client drives a conversation (docs/ag-ui.md) -------------------------------
 INSTALLED_APPS += ["apps.agui"]
+
+# --- Knowledge: the team's help content, split into passages and searched (docs/knowledge.md) ----
+INSTALLED_APPS += ["apps.knowledge"]
+WAYPOINT_KNOWLEDGE_MAX_FILE_BYTES = env.int("WAYPOINT_KNOWLEDGE_MAX_FILE_BYTES", default=10 * 1024 * 1024)
+# Content up to this size is indexed within the request that sends it; larger content answers at
+# once with status "indexing" and is indexed by the background indexer.
+WAYPOINT_KNOWLEDGE_INLINE_BYTES = env.int("WAYPOINT_KNOWLEDGE_INLINE_BYTES", default=256 * 1024)
+# The indexer thread of each server process (config/asgi.py); tests call indexing.index_pending().
+WAYPOINT_KNOWLEDGE_INDEXER = env.bool("WAYPOINT_KNOWLEDGE_INDEXER", default=not TESTING)
+WAYPOINT_KNOWLEDGE_POLL_SECONDS = env.float("WAYPOINT_KNOWLEDGE_POLL_SECONDS", default=5.0)
+# How long an indexer's claim on a pending source lasts: a process that dies holding one leaves it
+# to be indexed again this long after it took it.
+WAYPOINT_KNOWLEDGE_CLAIM_SECONDS = env.float("WAYPOINT_KNOWLEDGE_CLAIM_SECONDS", default=300.0)

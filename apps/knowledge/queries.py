@@ -1,0 +1,95 @@
+"""The reads of knowledge: sources for the API and the panel, and the search the model and the panel use."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from apps.knowledge import statements
+from apps.knowledge.models import Source, passage_id
+from apps.knowledge.passages import terms
+from apps.ledger.sql import database
+
+MAX_LIMIT = 50
+
+
+def parse_id(value: str) -> uuid.UUID | None:
+    """A source id as a UUID, or None for anything that is not one."""
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def live_sources() -> list[Source]:
+    """The sources that are not deleted, newest first."""
+    return list(Source.objects.defer("pending").filter(deleted_at__isnull=True).order_by("-created_at", "-id"))
+
+
+def live_source(source_id: str) -> Source | None:
+    key = parse_id(source_id)
+    if key is None:
+        return None
+    return Source.objects.defer("pending").filter(pk=key, deleted_at__isnull=True).first()
+
+
+def source_out(source: Source) -> dict[str, Any]:
+    """A source as the API and the panel show it."""
+    out: dict[str, Any] = {
+        "id": str(source.id), "title": source.title, "format": source.format, "version": source.version,
+        "status": source.status, "chunks": source.chunks, "created_at": source.created_at.isoformat(),
+        "updated_at": source.updated_at.isoformat(),
+    }
+    if source.url:
+        out["url"] = source.url
+    if source.status == "failed":
+        out["reason"] = source.reason
+    return out
+
+
+def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> list[dict[str, Any]]:
+    """
+    Find the passages that best answer a customer's question, best first.
+
+    Keyword ranking on the question's terms without its stop words and question words, any of
+    which may match (docs/knowledge.md, "Search"). Only current versions of live, ready sources;
+    `sources` keeps to those ids (None: all; ids that name no source match nothing). One statement.
+    Each passage is the contract's: `passage_id`, `source_id`, `title`, `version`, `text`, `score`,
+    and `url` and `anchor` when it has them.
+    """
+    words = terms(query)
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    if not words:
+        return []
+    db = database()
+    vendor = db.vendor
+    if vendor == "postgresql":
+        params: list[Any] = [" or ".join(words)]
+    else:
+        params = [" OR ".join(f'"{word}"' for word in words)]
+    if sources is not None:
+        keys = [key for key in map(parse_id, sources) if key is not None]
+        if not keys:
+            return []
+        params.append([str(k) for k in keys] if vendor == "postgresql" else json.dumps([k.hex for k in keys]))
+    params.append(limit)
+    with db.cursor() as cursor:
+        cursor.execute(statements.search(vendor, only=sources is not None), params)
+        rows = cursor.fetchall()
+    return [_passage(row) for row in rows]
+
+
+def _passage(row: tuple) -> dict[str, Any]:
+    _, source, version, ordinal, title, anchor, text, url, rank = row
+    source_id = str(source if isinstance(source, uuid.UUID) else uuid.UUID(source))
+    rank = max(float(rank), 0.0)
+    out: dict[str, Any] = {
+        "passage_id": passage_id(source_id, version, ordinal), "source_id": source_id, "title": title,
+        "version": version, "text": text, "score": round(rank / (rank + 1), 4),
+    }
+    if url:
+        out["url"] = url
+    if anchor:
+        out["anchor"] = anchor
+    return out
