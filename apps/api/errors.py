@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Any
 
@@ -185,6 +186,29 @@ def install(api: NinjaAPI) -> None:
         return JsonResponse(error_body("internal_error", "Something went wrong on our side."), status=500)
 
 
+# Paths (and the paths under them) whose multipart uploads may be larger than
+# DATA_UPLOAD_MAX_MEMORY_SIZE, each with the largest body it takes (a function, so settings changed at run time count). Such a body is not
+# read here: Django's form parser spools its files, and the operation checks each file's size.
+LARGE_UPLOADS: dict[str, Callable[[], int]] = {}
+
+
+def _check_size(request: HttpRequest) -> None:
+    """:raises RequestDataTooBig: a body larger than this request may send"""
+    largest = None
+    if request.content_type == "multipart/form-data":
+        largest = next((limit for path, limit in LARGE_UPLOADS.items()
+                        if request.path == path or request.path.startswith(path + "/")), None)
+    if largest is None:
+        request.body  # noqa: B018 - reading it enforces DATA_UPLOAD_MAX_MEMORY_SIZE
+        return
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > largest():
+        raise RequestDataTooBig("the upload is larger than this operation takes")
+
+
 def guard(run):
     """
     Wrap every operation: count the client address and refuse an oversize body, before auth runs.
@@ -200,7 +224,7 @@ def guard(run):
         try:
             limits.check_address(address=auth.client_address(request), now=time.time())
             if request.method in ("POST", "PUT", "PATCH"):
-                request.body  # noqa: B018 - reading it enforces DATA_UPLOAD_MAX_MEMORY_SIZE
+                _check_size(request)
         except RequestDataTooBig:
             return error_response(PayloadTooLarge())
         except WaypointError as exc:

@@ -2,7 +2,11 @@ from django.urls import path, re_path
 
 from apps.api import errors
 from apps.api.cors import with_cors
+from apps.api.knowledge import router as knowledge_router
 from apps.api.views import api
+
+# Registered before the URL patterns are made from the API: `api.urls` takes the routers it has.
+api.add_router("/knowledge", knowledge_router)
 
 _patterns, _app, _namespace = api.urls
 for _pattern in _patterns:

@@ -62,16 +62,16 @@ def detect_format(*, declared: str | None, filename: str = "", media_type: str =
     if head.startswith(b"%PDF-"):
         return "pdf"
     suffix = filename[filename.rfind("."):].lower() if "." in filename else ""
-    if suffix in _EXTENSIONS:
-        return _EXTENSIONS[suffix]
     media = media_type.split(";", 1)[0].strip().lower()
-    if media in _MEDIA_TYPES:
-        return _MEDIA_TYPES[media]
-    if suffix or (media and media != "application/octet-stream"):
+    found = _EXTENSIONS.get(suffix) or _MEDIA_TYPES.get(media)
+    if found is None and (suffix or (media and media != "application/octet-stream")):
         raise Unreadable(f"{filename or media} is not a type we index: send Markdown, HTML, plain text or PDF")
+    if found == "pdf":
+        return found
+    # A name or a type says text, but an image or an archive is not text whatever it is called.
     if _looks_binary(head):
-        raise Unreadable("the file is not text, and not a PDF: send Markdown, HTML, plain text or PDF")
-    return "text"
+        raise Unreadable(f"{filename or 'the file'} is not text, and not a PDF: send Markdown, HTML, plain text or PDF")
+    return found or "text"
 
 
 def _looks_binary(head: bytes) -> bool:
