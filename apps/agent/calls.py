@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.actions.registry import ACTIONS
-from apps.agent import handoff
-from apps.ledger.types import TurnHandedOff
+from apps.agent import handoff, knowledge
+from apps.ledger.types import ActionFinished, ActionStarted, TurnHandedOff
 from apps.workspaces import actions as workspace_actions
 
 # What calling a tool twice may do, mildest first (PRODUCT.md "Tool sources: MCP").
@@ -49,6 +49,18 @@ class Call:
     call: Any  # turns.CallState
     attempt: int
     said: str  # the text of the model round that made the call
+    config: dict[str, Any] = field(default_factory=dict)  # the assistant's configuration
+    state: Any = None  # turns.TurnState: the turn so far
+
+    def started(self) -> ActionStarted:
+        """The call's start, as every built-in that records its outcome as an action begins it."""
+        return ActionStarted(run_id=self.run.run_id, call_id=self.call.call_id, tool=self.call.tool, action="",
+                             arguments=self.call.arguments, side_effecting=False,
+                             idempotency_key=f"{self.run.turn_id}:{self.call.call_id}", attempt=self.attempt)
+
+    def finished(self, *, output: Any = None, error: str = "") -> ActionFinished:
+        return ActionFinished(run_id=self.run.run_id, call_id=self.call.call_id, tool=self.call.tool, ok=not error,
+                              output=output, error=error)
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,24 @@ def _remember(call: Call) -> Ran:
     ))
 
 
+def _search_knowledge(call: Call) -> Ran:
+    """The passages the team's help content has for the query, numbered on through the turn."""
+    from apps.knowledge.queries import search
+
+    settings = knowledge.knowledge_settings(call.config)
+    query = call.call.arguments.get("query")
+    if not settings["enabled"]:
+        return Ran([call.started(), call.finished(error="this assistant has no help content to search")])
+    if not isinstance(query, str) or not query.strip():
+        return Ran([call.started(), call.finished(error="query must be the question to search for")])
+    earlier = [c.finished.output for c in (call.state.calls.values() if call.state else [])
+               if c.tool == knowledge.TOOL and c.finished is not None and c.finished.ok]
+    passages = search(query.strip()[:1000], sources=None if settings["sources"] == "all" else list(settings["sources"]),
+                      limit=settings["max_passages"])
+    output = knowledge.numbered(passages, after=max(knowledge.returned(earlier), default=0))
+    return Ran([call.started(), call.finished(output=output)])
+
+
 def _handoff_to_human(call: Call) -> Ran:
     events = handoff.by_model(call.conversation_id, call.run, call.call, call.attempt, call.said)
     return Ran(events, ends_run=any(isinstance(e, TurnHandedOff) for e in events))
@@ -93,6 +123,12 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
             {"type": "object", "properties": {"reason": {"type": "string", "description": "Why a person is needed"}}},
             description="Hand the conversation to a person on the support team, when the customer asks for one or you cannot help",
             offered=handoff.offers_handoff_tool, run=_handoff_to_human),
+    Builtin(knowledge.TOOL,
+            {"type": "object", "properties": {"query": {"type": "string", "description": "The customer's question, in their words"}},
+             "required": ["query"]},
+            description="Search the team's help content. Answer from the passages it returns and cite each one you use "
+                        "as [n]; if it finds nothing, say you do not know rather than guess",
+            offered=knowledge.offered, run=_search_knowledge),
 )}
 
 

@@ -17,6 +17,7 @@ from apps.actions.registry import ACTIONS
 from apps.actions.targets import TargetError, parse_target
 from apps.agent.calls import BUILTINS, CLASSES
 from apps.agent.handoff import HANDOFF_DEFAULTS, handoff_settings, offers_handoff_tool  # noqa: F401 - read here
+from apps.agent.knowledge import check_knowledge
 from apps.agent.tools import check_date_bounds, check_tool_words
 
 PROVIDERS = {"scripted", "openai"}
@@ -24,7 +25,7 @@ MODES = {"agent", "simple"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 TOOL_CHOICES = ("auto", "none", "required")
 # The outcomes of the previous call a scripted `say` step may depend on (apps/agent/providers/scripted.py `outcome`).
-WHEN = ("approved", "denied", "declined", "failed")
+WHEN = ("approved", "denied", "declined", "failed", "found", "not_found")
 MAX_INSTRUCTIONS_CHARS = 20_000
 
 
@@ -155,6 +156,8 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
     if not isinstance(out["required_approver"], str):
         problems.append("required_approver: must be a persona identity")
     out["handoff"] = _check_handoff(config.get("handoff", {}), problems)
+    if "knowledge" in config:
+        out["knowledge"] = check_knowledge(config["knowledge"], problems)
     if "instructions" in out and (not isinstance(out["instructions"], str) or len(out["instructions"]) > MAX_INSTRUCTIONS_CHARS):
         problems.append(f"instructions: must be text of at most {MAX_INSTRUCTIONS_CHARS} characters")
 

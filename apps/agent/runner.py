@@ -36,7 +36,7 @@ from django.db import (
 from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, ActionCall, ActionError
-from apps.agent import calls, handoff, history, turns
+from apps.agent import calls, handoff, history, knowledge, turns
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.agent.statements import ASSISTANT_CONFIG, HOUSEKEEPING_DUE, ORPHANED, assistant_config
 from apps.conversations import broadcast, faults, lease
@@ -620,7 +620,7 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
         elif isinstance(step, turns.RequestClient):
             return commit([_request_event(run, state, config, c, earlier) for c in step.calls], last=True)
         elif isinstance(step, turns.RunAction):
-            if _run_action(cid, run, step, held, commit, earlier, state):
+            if _run_action(cid, run, step, held, commit, earlier, state, config):
                 return True
         elif isinstance(step, turns.Ambiguous):
             call = step.call
@@ -630,12 +630,23 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
             commit([CompletionRequested(run_id=run.run_id, call_id=step.call.call_id, outcome=step.outcome, reason=step.reason)])
         elif isinstance(step, turns.Finish):
             faults.reach("before_batch_two")
-            batch_two = [TurnComplete(run_id=run.run_id, message_id=new_id("msg"), text=step.text, fallback=step.fallback)]
+            batch_two = [_turn_complete(run, state, config, step)]
             if step.complete_conversation:
                 batch_two.append(ConversationCompleted(run_id=run.run_id))
             commit(batch_two, last=True)
             faults.reach("after_batch_two")
             return True
+
+
+def _turn_complete(run: WorkflowLog, state: turns.TurnState, config: dict, step: turns.Finish) -> TurnComplete:
+    """The reply; with knowledge on, its `[n]` markers resolved against the passages the turn's searches returned."""
+    text, citations, dropped = step.text, [], []
+    if knowledge.offered(config):
+        results = [c.finished.output for c in state.calls.values()
+                   if c.tool == knowledge.TOOL and c.finished is not None and c.finished.ok]
+        text, citations, dropped = knowledge.cite(step.text, results)
+    return TurnComplete(run_id=run.run_id, message_id=new_id("msg"), text=text, fallback=step.fallback,
+                        citations=citations, dropped_citations=dropped)
 
 
 def _provisional(event, turn_id: str) -> Recorded:
@@ -787,13 +798,13 @@ def _stored_name(tool: str) -> str:
 
 
 def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.Held, commit, earlier: history.History,
-                state: turns.TurnState) -> bool:
+                state: turns.TurnState, config: dict) -> bool:
     """Run one action and commit its outcome; True when that commit ended the run (and gave the lease up)."""
     call = step.call
     builtin = calls.BUILTINS.get(call.tool)
     if builtin is not None and builtin.run is not None and not step.problem:
         said = next((r.text for r in state.rounds if r.number == call.round), "")
-        ran = builtin.run(calls.Call(cid, run, call, step.attempt, said))
+        ran = builtin.run(calls.Call(cid, run, call, step.attempt, said, config=config, state=state))
         return commit(ran.events, last=ran.ends_run)
     if step.problem or _no_linked_action(step):
         # Recorded as an action that started and failed at once: the action log row the finish

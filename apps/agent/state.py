@@ -79,8 +79,8 @@ def _state(conversation: Conversation, message_rows, change_rows, run_rows, usag
     assistant = _assistant_author(conversation)
     messages = [
         {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": _author(role, author, author_name, assistant),
-         "seq": seq, "created_at": iso(created)}
-        for id_, role, text, turn_id, author, author_name, seq, created in message_rows
+         "seq": seq, "created_at": iso(created), "citations": citations or []}
+        for id_, role, text, turn_id, author, author_name, seq, created, citations in message_rows
     ]
     changes = [
         {"seq": seq, "kind": kind, "staff": {"id": staff, "name": name or staff} if staff else None, "text": text,

@@ -52,7 +52,7 @@ STATE_ROW = Statement(
 MESSAGES_AFTER = Statement(
     """
     SELECT {messages.id}, {messages.role}, {messages.text}, {messages.turn_id}, {messages.author}, {messages.author_name},
-           {messages.seq}, {messages.created_at}
+           {messages.seq}, {messages.created_at}, {messages.citations}
     FROM {messages}
     WHERE {messages.conversation} = %s AND {messages.seq} > %s
     ORDER BY {messages.seq}
@@ -60,7 +60,7 @@ MESSAGES_AFTER = Statement(
     tables={"messages": ChatMessage},
     params=("messages.conversation", "messages.seq"),
     returns=("messages.id", "messages.role", "messages.text", "messages.turn_id", "messages.author",
-             "messages.author_name", "messages.seq", "messages.created_at"),
+             "messages.author_name", "messages.seq", "messages.created_at", "messages.citations"),
 )
 
 CONTROL_CHANGES_AFTER = Statement(

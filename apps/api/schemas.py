@@ -152,6 +152,17 @@ class AssistantConfigIn(Schema):
             "unavailable_message": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
         }},
     )
+    knowledge: Any = Field(
+        None, description="answers from the workspace's knowledge sources (docs/knowledge.md): enabled (default false) offers "
+        "the model search_knowledge; sources is \"all\" or a list of source ids; max_passages per search; no_answer is "
+        "say or offer_handoff (with handoff.enabled, Talk to a person shows with a reply whose searches found nothing)",
+        json_schema_extra={"type": "object", "additionalProperties": False, "properties": {
+            "enabled": {"type": "boolean"},
+            "sources": {"oneOf": [{"const": "all"}, {"type": "array", "items": {"type": "string"}}]},
+            "max_passages": {"type": "integer", "minimum": 1, "maximum": 20},
+            "no_answer": {"enum": ["say", "offer_handoff"]},
+        }},
+    )
 
     def config(self) -> dict[str, Any]:
         """The configuration exactly as sent: the declared keys that were present plus any others."""
@@ -278,6 +289,15 @@ class Author(Schema):
     name: str = Field(description="the name people see")
 
 
+class Citation(Schema):
+    n: int = Field(description="the marker [n] in the reply's text")
+    passage_id: str
+    source_id: str
+    title: str
+    version: int
+    url: str | None = None
+
+
 class MessageOut(Schema):
     model_config = ConfigDict(extra="allow")
 
@@ -288,6 +308,8 @@ class MessageOut(Schema):
     author: Author
     seq: int
     created_at: str | None
+    citations: list[Citation] = Field(
+        default_factory=list, description="an assistant reply's sources: the knowledge passages its [n] markers name")
 
 
 class StaffRef(Schema):

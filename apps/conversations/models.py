@@ -58,6 +58,8 @@ class ChatMessage(models.Model):
     text = models.TextField()
     author = models.CharField(max_length=300, blank=True)
     author_name = models.CharField(max_length=200, blank=True)  # a staff author's name as they gave it
+    # The passages an assistant's reply cites (PRODUCT.md "Knowledge"): [] for every other message.
+    citations = models.JSONField(default=list, blank=True)
     seq = models.PositiveIntegerField()
     created_at = models.DateTimeField()
 

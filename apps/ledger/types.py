@@ -192,6 +192,11 @@ class TurnComplete(EventKind):
     message_id: str
     text: str
     fallback: bool = False
+    # With knowledge: the passages the reply's [n] markers name, and the numbers of markers that
+    # named nothing the turn's searches returned (taken out of the text).
+    citations: list = field(default_factory=list)
+    dropped_citations: list = field(default_factory=list)
+    added: ClassVar[tuple[str, ...]] = ("citations", "dropped_citations")
 
 
 @_kind("turn_failed")

@@ -225,12 +225,20 @@ def interruption(state: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> d
     return {"why": "It stopped before it finished.", "next": "Nothing you sent was lost: Continue picks up from here."}
 
 
+def _source(citation: dict[str, Any]) -> dict[str, Any]:
+    """A cited passage as the Sources list shows it: its number, title and, for a web address only, a link."""
+    url = citation.get("url") or ""
+    return {"n": citation.get("n"), "title": citation.get("title") or "Untitled",
+            "href": url if url.startswith(("https://", "http://")) else ""}
+
+
 def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """Add the display fields the templates need to a `conversation_state`."""
     by_name = {t["name"]: t for t in config.get("tools", [])}
     for message in state["messages"]:
         message["html"] = mark_safe(message_html(message["id"], message["text"]))  # noqa: S308 - sanitised by nh3
         message["time_text"] = clock_time(message.get("created_at"))
+        message["sources"] = [_source(c) for c in message.get("citations") or []]
     for call in state["pending_client_actions"]:
         tool = by_name.get(call["tool"], {})
         if call.get("reattempt_of"):

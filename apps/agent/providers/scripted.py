@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from functools import partial
 from typing import Any
 
 from apps.agent.providers.types import (
@@ -52,8 +53,11 @@ class ScriptedProvider:
         specs = step.get("calls") or ([{"call": step["call"], "arguments": step.get("arguments", {})}] if "call" in step else [])
         if "handoff" in step:  # asks for a person, as a model's `handoff_to_human` call does
             specs = [*specs, {"call": "handoff_to_human", "arguments": {"reason": step["handoff"]}}]
+        fill = partial(_PLACEHOLDER.sub, lambda m: _placeholder(m, message, last_result, request.memory))
         calls = [
-            ToolCall(call_id=f"call_{index + 1}_{i + 1}", tool=spec["call"], arguments=dict(spec.get("arguments", {})))
+            ToolCall(call_id=f"call_{index + 1}_{i + 1}", tool=spec["call"],
+                     # A text argument may carry placeholders too: {"query": "{message}"} searches for the question.
+                     arguments={k: fill(v) if isinstance(v, str) and "{" in v else v for k, v in spec.get("arguments", {}).items()})
             for i, spec in enumerate(specs)
         ]
         if step.get("stream"):
@@ -67,15 +71,21 @@ class ScriptedProvider:
 
 
 # One pass over the step's text, so a message or result that contains a placeholder is never read as one.
-_PLACEHOLDER = re.compile(r"\{(message|memory|result)(?:\.([A-Za-z0-9_-]+))?\}")
+_PLACEHOLDER = re.compile(r"\{(message|memory|result|passages)(?:\.([A-Za-z0-9_-]+))?\}")
 
 
 def _placeholder(match: re.Match, message: str, result: Any, memory: list[str]) -> str:
     """
     The text of a `say` placeholder: {message}, {result} (the JSON of the last tool result), {result.<field>}
-    (one field of it as text, "" when it has none: a reply people read) or {memory} (the remembered facts).
+    (one field of it as text, "" when it has none: a reply people read), {memory} (the remembered facts) or
+    {passages} (the last search_knowledge result's passages as "[n] title", the markers a reply cites).
     """
     name, field_name = match.groups()
+    if name == "passages":
+        if field_name is not None:
+            return match.group(0)
+        found = result.get("passages") if isinstance(result, dict) else None
+        return ", ".join(f"[{p['n']}] {p.get('title', '')}".rstrip() for p in found or [] if isinstance(p, dict) and "n" in p)
     if name == "message":
         return message if field_name is None else match.group(0)
     if name == "memory":
@@ -104,6 +114,8 @@ def outcome(past: PastRound, approval: frozenset[str]) -> str:
         return ""
     call = past.calls[-1]
     result = past.results.get(call.call_id)
+    if call.tool == "search_knowledge" and isinstance(result, dict) and isinstance(result.get("passages"), list):
+        return "found" if result["passages"] else "not_found"
     if isinstance(result, dict):
         if result.get("denied") is True:
             return "denied"
