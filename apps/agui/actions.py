@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from pydantic import ValidationError
 
 from apps.agent import actions
@@ -97,7 +97,13 @@ def take(*, given: RunAgentInput, assistant: Assistant, principal: Any, now: dat
         raise NotFound("no such conversation")
     persona = principal.acting_as(_forwarded_persona(given.forwarded_props))
     if conversation is None:
-        return _first_turn(given=given, assistant=assistant, principal=principal, persona=persona, now=now)
+        plan = _first_turn(given=given, assistant=assistant, principal=principal, persona=persona, now=now)
+        if plan is not None:
+            return plan
+        # A twin request started the thread while this one waited: join its conversation under the turn rules.
+        conversation = queries.thread_conversation(given.thread_id, assistant)
+        if conversation is None:
+            raise NotFound("no such conversation")
     cid = str(conversation.id)
     message = _new_user_message(given, queries.recorded_message_ids(cid))
     principal.check_conversation(cid, "write" if message is not None else "view")
@@ -141,8 +147,14 @@ def _idempotency(thread_id: str, message: UserMessage) -> Idempotency:
                        request={"operation": EDGE, "message": _text(message.content)})
 
 
-def _first_turn(*, given: RunAgentInput, assistant: Assistant, principal: Any, persona: str, now: datetime) -> Plan:
-    """Start the conversation a new thread names, and keep the thread's id for it, in one transaction."""
+def _first_turn(*, given: RunAgentInput, assistant: Assistant, principal: Any, persona: str, now: datetime) -> Plan | None:
+    """
+    Start the conversation a new thread names, and keep the thread's id for it, in one transaction.
+
+    A thread is one conversation: requests that start the same thread at once take the thread's
+    lock in turn, and the ones after the first find the thread taken and return None, to go on as
+    requests on it (their message the next turn, or a turn conflict).
+    """
     message = _new_user_message(given, set())
     if message is None:
         raise NotFound("no such thread: a new thread starts with a user message")
@@ -152,19 +164,27 @@ def _first_turn(*, given: RunAgentInput, assistant: Assistant, principal: Any, p
     text = check_message(_text(message.content))
     try:
         with transaction.atomic():
+            _lock_thread(given.thread_id)
+            if Thread.objects.filter(thread_id=given.thread_id).exists():
+                return None
             started = actions.start_conversation(
                 assistant_id=str(assistant.id), message=text, persona=persona, edge=EDGE, now=now,
                 idempotency=_idempotency(given.thread_id, message),
             )
-            Thread.objects.get_or_create(thread_id=given.thread_id,
-                                         defaults={"conversation_id": started["conversation_id"], "created_at": now})
+            Thread.objects.create(thread_id=given.thread_id, conversation_id=started["conversation_id"], created_at=now)
     except IntegrityError:
-        # A twin request started the thread first: its conversation is the thread's.
-        thread = Thread.objects.filter(thread_id=given.thread_id).values_list("conversation_id", flat=True).first()
-        if thread is None:
+        # The primary key holds the rule where no lock was taken: the thread went to another request.
+        if not Thread.objects.filter(thread_id=given.thread_id).exists():
             raise
-        return Plan(str(thread), None, None)
+        return None
     return Plan(started["conversation_id"], started["run_id"], started["seq"])
+
+
+def _lock_thread(thread_id: str) -> None:
+    """Hold the thread's id until this transaction ends; SQLite's write lock, taken at BEGIN, already does."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["agui-thread:" + thread_id])
 
 
 def _answers(conversation_id: str, given: RunAgentInput) -> dict[str, list[dict[str, Any]]]:
