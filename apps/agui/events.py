@@ -139,12 +139,27 @@ class RunEvents:
     draft_text: str = ""
     drafted: set[str] = field(default_factory=set)  # texts already streamed as a round's draft
     action_steps: dict[str, str] = field(default_factory=dict)  # call_id -> the open step's name
+    # Calls of rounds the client joined after: a result of one is announced with its call first,
+    # since neither this stream nor MESSAGES_SNAPSHOT (text messages only) showed the call.
+    unannounced: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def seen(self, entries: list[Recorded]) -> None:
         """Learn entries the client was shown before (or needs no events for): nothing is emitted."""
         for entry in entries:
             if isinstance(entry.body, ModelRound) and entry.payload.get("run_id") == self.run_id:
                 self.rounds = max(self.rounds, entry.body.round)
+                self.unannounced.update({call["call_id"]: call for call in entry.body.calls})
+            elif isinstance(entry.body, ActionFinished) and entry.payload.get("run_id") == self.run_id:
+                self.unannounced.pop(entry.body.call_id, None)  # its result came before too: nothing to follow up
+
+    def _tool_call(self, call: dict[str, Any], parent: str = "") -> list[BaseEvent]:
+        tool = self.tools.get(call["tool"], {})
+        return [
+            ToolCallStartEvent(tool_call_id=call["call_id"], tool_call_name=call["tool"], parent_message_id=parent or None,
+                               metadata={"waypoint": _words(tool, call["tool"], call.get("arguments"))}),
+            ToolCallArgsEvent(tool_call_id=call["call_id"], delta=json.dumps(call.get("arguments", {}))),
+            ToolCallEndEvent(tool_call_id=call["call_id"]),
+        ]
 
     def feed(self, entry: Recorded) -> list[BaseEvent]:
         if entry.payload.get("run_id") != self.run_id:
@@ -160,14 +175,7 @@ class RunEvents:
                 out += self._end_draft(e.text)
                 out.append(self._finish_step(step))
                 for call in e.calls:
-                    tool = self.tools.get(call["tool"], {})
-                    out += [
-                        ToolCallStartEvent(tool_call_id=call["call_id"], tool_call_name=call["tool"],
-                                           parent_message_id=parent or None,
-                                           metadata={"waypoint": _words(tool, call["tool"], call.get("arguments"))}),
-                        ToolCallArgsEvent(tool_call_id=call["call_id"], delta=json.dumps(call.get("arguments", {}))),
-                        ToolCallEndEvent(tool_call_id=call["call_id"]),
-                    ]
+                    out += self._tool_call(call, parent)
             case ActionStarted() as e:
                 tool = self.tools.get(e.tool, {})
                 name = f"{tool_words.summary(tool, e.arguments) or tool_words.display_name(tool, e.tool)} ({e.call_id})"
@@ -178,6 +186,8 @@ class RunEvents:
                 if (name := self.action_steps.pop(e.call_id, "")) and name in self.open_steps:
                     out.append(self._finish_step(name))
                 result = e.output if e.ok else {"error": e.error}
+                if (call := self.unannounced.pop(e.call_id, None)) is not None:
+                    out += self._tool_call(call)
                 out.append(ToolCallResultEvent(message_id=f"{self.run_id}.{e.call_id}.result", tool_call_id=e.call_id,
                                                content=json.dumps(result, sort_keys=True)))
             case TurnComplete(text=text, message_id=message_id) | TurnHandedOff(reply=text, message_id=message_id):

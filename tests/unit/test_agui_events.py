@@ -59,9 +59,29 @@ class TestRunEvents:
         out = run.feed(entry(5, ActionFinished(run_id="run_1", call_id="call_1_1", tool="lookup_order", ok=True,
                                                output={"slept": 1})))
 
-        assert types(out) == ["TOOL_CALL_RESULT"]
-        assert out[0].content == '{"slept": 1}'
+        assert types(out) == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+        assert out[-1].content == '{"slept": 1}'
         assert run.draft("Next")[0].step_name == "Model round 2"
+
+    def test_every_result_follows_its_call_however_late_the_stream_joined(self):
+        run = events.RunEvents(run_id="run_1", tools=TOOLS)
+        run.seen([entry(3, ROUND_WITH_CALL)])  # MESSAGES_SNAPSHOT has text messages only: the call was never shown
+
+        out = run.feed(entry(5, ActionFinished(run_id="run_1", call_id="call_1_1", tool="lookup_order", ok=True,
+                                               output={"slept": 1})))
+
+        started = [e for e in out if e.type.value == "TOOL_CALL_START"]
+        assert [e.tool_call_id for e in started] == ["call_1_1"] and started[0].tool_call_name == "lookup_order"
+        assert types(out).index("TOOL_CALL_END") < types(out).index("TOOL_CALL_RESULT")
+
+    def test_a_call_whose_result_came_before_the_stream_joined_is_not_announced_again(self):
+        run = events.RunEvents(run_id="run_1", tools=TOOLS)
+        run.seen([entry(3, ROUND_WITH_CALL), entry(4, ActionFinished(run_id="run_1", call_id="call_1_1", tool="lookup_order",
+                                                                     ok=True, output={"slept": 1}))])
+
+        out = run.feed(entry(5, TurnComplete(run_id="run_1", message_id="msg_1", text="Done.")))
+
+        assert "TOOL_CALL_START" not in types(out)
 
     def test_an_action_is_a_step_named_by_its_summary(self):
         run = events.RunEvents(run_id="run_1", tools=TOOLS)
