@@ -29,7 +29,7 @@ async function run(client, params = {}, { abortAfter } = {}) {
       if (abortAfter && abortAfter(event, seen)) client.abortRun();
     },
     onRunFinishedEvent(finish) {
-      finished = { outcome: finish.outcome, interrupts: finish.interrupts ?? [], pendingToolCallIds: finish.pendingToolCallIds ?? [] };
+      finished = { outcome: finish.outcome, interrupts: finish.interrupts ?? [] };
     },
     onRunErrorEvent({ event }) {
       failed = { code: event.code, message: event.message };
@@ -76,7 +76,9 @@ const scenarios = {
     const client = agent();
     client.addMessage(user("when can you deliver?"));
     const paused = await run(client);
-    const [toolCallId] = paused.finished.pendingToolCallIds;
+    // The frontend tool call is the one the stream started and gave no result.
+    const answered = new Set(paused.events.filter((e) => e.type === "TOOL_CALL_RESULT").map((e) => e.toolCallId));
+    const [toolCallId] = paused.events.filter((e) => e.type === "TOOL_CALL_START" && !answered.has(e.toolCallId)).map((e) => e.toolCallId);
     client.addMessage({ id: randomUUID(), role: "tool", toolCallId, content: JSON.stringify({ label: "2026-12-24" }) });
     const resumed = await run(client);
     return { paused, resumed, messages: transcript(client) };

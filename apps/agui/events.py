@@ -20,7 +20,6 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
-    RunFinishedSuccessOutcome,
     StateSnapshotEvent,
     StepFinishedEvent,
     StepStartedEvent,
@@ -250,7 +249,7 @@ def run_ended(*, thread_id: str, run_id: str, state: dict[str, Any], tools: dict
     The one event that ends a stream, from the state of the run it followed.
 
     A paused run ends with an interrupt per approval and question; a run waiting only on client
-    tools finishes successfully with the calls the application answers next (frontend tools).
+    tools finishes plainly: the application answers the frontend tool calls the stream showed.
     """
     status = state["run_status"]
     if status in FAILED:
@@ -271,6 +270,6 @@ def run_ended(*, thread_id: str, run_id: str, state: dict[str, Any], tools: dict
             for call in asked
         ]
         return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=RunFinishedInterruptOutcome(interrupts=interrupts))
-    frontend = [call["call_id"] for call in pending if call["kind"] == "client_tool"]
-    return RunFinishedEvent(thread_id=thread_id, run_id=run_id,
-                            outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=frontend or None))
+    # A run waiting on client tools ends plainly: the calls are the stream's TOOL_CALLs without a
+    # result. No key beyond the protocol's own, which the strict @ag-ui/core CopilotKit bundles refuses.
+    return RunFinishedEvent(thread_id=thread_id, run_id=run_id)

@@ -132,8 +132,8 @@ def test_an_approval_is_an_interrupt_and_its_resume_finishes_the_run(lab: Lab):
 def test_a_client_tool_is_a_frontend_tool_answered_by_a_tool_message(lab: Lab):
     result = lab.client("frontendTool")
 
-    assert result["paused"]["finished"]["outcome"] == "success"
-    assert len(result["paused"]["finished"]["pendingToolCallIds"]) == 1
+    [finished] = [e for e in result["paused"]["events"] if e["type"] == "RUN_FINISHED"]
+    assert "outcome" not in finished and "pendingToolCallIds" not in finished  # plain, as strict clients need
     assert texts(result["resumed"]) == ['Booked for {"label": "2026-12-24"}.']
 
 

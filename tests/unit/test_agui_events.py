@@ -129,13 +129,13 @@ class TestRunEnded:
 
         assert ended.outcome.interrupts[0].metadata == {"waypoint": {"reattempt_of": earlier}}
 
-    def test_a_client_tool_only_finishes_with_its_pending_tool_call_id(self):
+    def test_a_run_waiting_on_a_client_tool_finishes_plainly(self):
         call = {"call_id": "call_1_1", "kind": "client_tool", "tool": "pick_date", "arguments": {}}
 
         ended = events.run_ended(thread_id="t", run_id="r", state=state(run_status="waiting", pending_client_actions=[call]),
                                  tools=TOOLS)
 
-        assert ended.outcome.type == "success" and ended.outcome.pending_tool_call_ids == ["call_1_1"]
+        assert ended.model_dump(by_alias=True, exclude_none=True) == {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
 
     def test_a_failed_run_is_a_run_error_with_its_safe_message(self):
         ended = events.run_ended(thread_id="t", run_id="r", state=state(run_status="failed", error="The model failed."),
