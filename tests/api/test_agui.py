@@ -24,7 +24,21 @@ def events_of(response) -> list[dict]:
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/event-stream")
     body = async_to_sync(_read)(response.streaming_content).decode()
-    return [json.loads(block.removeprefix("data: ")) for block in body.split("\n\n") if block.strip()]
+    events = [json.loads(block.removeprefix("data: ")) for block in body.split("\n\n") if block.strip()]
+    assert_every_result_follows_its_call(events)
+    return events
+
+
+def assert_every_result_follows_its_call(events: list[dict]) -> None:
+    """A client can place a TOOL_CALL_RESULT only under a call this stream, or its MESSAGES_SNAPSHOT, showed it."""
+    announced: set[str] = set()
+    for event in events:
+        if event["type"] == "MESSAGES_SNAPSHOT":
+            announced |= {call["id"] for message in event["messages"] for call in message.get("toolCalls") or []}
+        elif event["type"] == "TOOL_CALL_END":
+            announced.add(event["toolCallId"])
+        elif event["type"] == "TOOL_CALL_RESULT":
+            assert event["toolCallId"] in announced, f"a TOOL_CALL_RESULT for {event['toolCallId']}, a call never announced"
 
 
 def unanswered_call(events: list[dict]) -> str:
@@ -153,6 +167,18 @@ class TestInterrupts:
 
         assert resumed[-1]["type"] == "RUN_FINISHED" and resumed[-1].get("outcome", {}).get("type", "success") == "success"
         assert [e["delta"] for e in resumed if e["type"] == "TEXT_MESSAGE_CONTENT"][-1].startswith("Refund issued for")
+
+    def test_a_resumed_stream_announces_the_approved_call_before_its_result(self, api, assistant):
+        thread = Thread(api, assistant)
+        [interrupt] = events_of(thread.send("refund please"))[-1]["outcome"]["interrupts"]
+        payload = {"decision": "approve", "reviewed": {"tool": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}}}
+
+        resumed = events_of(thread.send(resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]))
+
+        call = [e for e in resumed if e.get("toolCallId") == interrupt["toolCallId"]]
+        assert types(call) == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+        assert call[0]["toolCallName"] == "issue_refund"
+        assert json.loads(call[1]["delta"]) == {"order_id": "A-1", "amount": 20}
 
     def test_a_different_second_answer_is_a_run_error_and_changes_nothing(self, api, assistant):
         thread = Thread(api, assistant)
