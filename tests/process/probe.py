@@ -48,6 +48,18 @@ def resolve(*, run_id: str, resolution: str, note: str, result: str = "") -> dic
     return {"seq": recorded.seq}
 
 
+def staff_reply(*, conversation_id: str, staff_name: str, text: str) -> dict[str, Any]:
+    """A person takes the conversation over and writes to the customer, as the staff panel does."""
+    from django.utils import timezone
+
+    from apps.agent import handoff
+
+    staff = f"staff:{staff_name.lower()}"
+    handoff.take_control(conversation_id=conversation_id, staff=staff, name=staff_name, now=timezone.now())
+    handoff.staff_message(conversation_id=conversation_id, staff=staff, text=text, now=timezone.now())
+    return {"ok": True}
+
+
 def check(*, conversation_ids: list[str]) -> dict[str, Any]:
     """Run `conversation replay` and `conversation verify` on each conversation; ok and what each printed."""
     import io
