@@ -125,9 +125,11 @@ def take(*, given: RunAgentInput, assistant: Assistant, principal: Any, now: dat
             "accepted_seq", flat=True)
         plan = Plan(cid, run_id, min(s for s in seqs if s is not None))
     if message is not None:
+        # A chat client cannot answer a 409 (CopilotKit would show it raw with every later message):
+        # as on the page, the message declines what the waiting run asks and is the next turn.
         started = actions.start_turn(
             conversation_id=cid, message=_text(message.content), persona=persona, edge=EDGE, now=now,
-            idempotency=_idempotency(given.thread_id, message),
+            idempotency=_idempotency(given.thread_id, message), decline_pending=True,
         )
         return Plan(cid, started["run_id"], started["seq"])
     return plan

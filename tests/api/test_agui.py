@@ -303,14 +303,6 @@ class TestBadInput:
         assert response.status_code == 422
         assert Conversation.objects.count() == before
 
-    def test_a_new_message_while_the_run_waits_is_409_turn_conflict(self, api, assistant):
-        thread = Thread(api, assistant)
-        events_of(thread.send("refund please"))
-
-        response = thread.send("hello?")
-
-        assert response.status_code == 409 and response.json()["error"]["code"] == "turn_conflict"
-
     def test_a_new_message_beside_an_answer_is_409_and_writes_neither(self, api, assistant):
         thread = Thread(api, assistant)
         paused = events_of(thread.send("when can you deliver?"))
@@ -344,6 +336,36 @@ class TestDurableResume:
         assert resumed[-1]["type"] == "RUN_FINISHED"
         cid = [e for e in resumed if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
         assert api.state(cid)["answered_client_actions"][0]["output"] == {"declined": True}
+
+
+class TestWritingWhileARequestWaits:
+    """A new message while the run waits declines what waits, as the page's send does (docs/widget.md): no thread is left dead."""
+
+    def test_a_new_message_while_a_client_tool_waits_declines_it_and_gets_its_reply(self, api, assistant):
+        from apps.ledger import store
+
+        thread = Thread(api, assistant)
+        paused = events_of(thread.send("when can you deliver?"))
+        call_id = unanswered_call(paused)
+
+        events = events_of(thread.send("forget it, just hello"))
+
+        assert [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["You said: forget it, just hello"]
+        cid = [e for e in events if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
+        [superseded] = [e.payload for e in store.read(cid) if e.kind == "turn_superseded"]
+        assert superseded["call_ids"] == [call_id] and superseded["reason"] == "forget it, just hello"
+
+    def test_a_new_message_while_an_approval_waits_declines_it_and_a_later_answer_loses(self, api, assistant):
+        thread = Thread(api, assistant)
+        [interrupt] = events_of(thread.send("refund please"))[-1]["outcome"]["interrupts"]
+
+        events = events_of(thread.send("hello instead"))
+        late = events_of(thread.send(resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": {
+            "decision": "approve", "reviewed": {"tool": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}}}}]))
+
+        assert [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["You said: hello instead"]
+        # The message declined it first: a later answer loses, as any second answer does.
+        assert types(late) == ["RUN_STARTED", "RUN_ERROR"] and late[-1]["code"] == "action_result_conflict"
 
 
 class TestHandoff:
