@@ -110,7 +110,11 @@ def take(*, given: RunAgentInput, assistant: Assistant, principal: Any, now: dat
     answers = _answers(cid, given)
     if message is not None:
         check_message(_text(message.content))
-        if answers:
+        if answers and _only_cancellations(given, answers):
+            # An AG-UI client must address every open interrupt to send a message: cancelling them
+            # beside it is writing instead of answering, and the message declines them (start_turn).
+            answers = {}
+        elif answers:
             # The answers resume the run, which then holds the conversation: the message would be
             # refused after the answers were written, and the request left half done.
             raise TurnConflict("this request answers the run and sends a new message: send the message once the run has finished")
@@ -187,6 +191,12 @@ def _lock_thread(thread_id: str) -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["agui-thread:" + thread_id])
+
+
+def _only_cancellations(given: RunAgentInput, answers: dict[str, list[dict[str, Any]]]) -> bool:
+    """Whether every result of the input is a cancelled resume entry (no resolved one, no tool message)."""
+    resume = given.resume or []
+    return all(entry.status == "cancelled" for entry in resume) and sum(map(len, answers.values())) == len(resume)
 
 
 def _answers(conversation_id: str, given: RunAgentInput) -> dict[str, list[dict[str, Any]]]:

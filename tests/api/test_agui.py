@@ -367,6 +367,20 @@ class TestWritingWhileARequestWaits:
         # The message declined it first: a later answer loses, as any second answer does.
         assert types(late) == ["RUN_STARTED", "RUN_ERROR"] and late[-1]["code"] == "action_result_conflict"
 
+    def test_cancelling_the_interrupts_beside_a_new_message_declines_them_with_it_and_answers_it(self, api, assistant):
+        from apps.ledger import store
+
+        thread = Thread(api, assistant)
+        [interrupt] = events_of(thread.send("refund please"))[-1]["outcome"]["interrupts"]
+
+        # What an AG-UI client sends to write instead of answering: it must address every open interrupt.
+        events = events_of(thread.send("no, hello", resume=[{"interruptId": interrupt["id"], "status": "cancelled"}]))
+
+        assert [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["You said: no, hello"]
+        cid = [e for e in events if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["conversation_id"]
+        [superseded] = [e.payload for e in store.read(cid) if e.kind == "turn_superseded"]
+        assert superseded["call_ids"] == [interrupt["toolCallId"]] and superseded["reason"] == "no, hello"
+
 
 class TestHandoff:
     def test_a_thread_under_a_person_stores_the_message_and_shows_control_and_the_persons_reply(self, api):
