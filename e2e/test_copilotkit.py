@@ -1,16 +1,18 @@
 """
 A real CopilotKit page in Chromium, driving a Waypoint conversation over AG-UI.
 
-The page (e2e/copilotkit/: React, @copilotkit/react-core's v2 chat, @ag-ui/client's HttpAgent)
-is bundled with esbuild from e2e/node_modules (pinned in e2e/package-lock.json) and served from
-the Waypoint server's origin; any request elsewhere is refused and reported, so nothing is
-fetched at run time. Its client tool, approvals and questions are docs/ag-ui.md's code
+The page (e2e/copilotkit/: React, @copilotkit/react-core's v2 chat and hooks) is bundled with
+esbuild from e2e/node_modules (pinned in e2e/package-lock.json) and served, with CopilotKit's
+runtime (@copilotkit/runtime, telemetry off), by a Node process (e2e/copilotkit/runtime.mjs) that
+forwards its runs to a real Waypoint server with the API key, as docs/ag-ui.md sets it up. The
+browser may reach that process only: any other request is refused and reported, so nothing is
+fetched at run time. The client tool, approvals and questions are docs/ag-ui.md's code
 (e2e/copilotkit/support.jsx).
 """
 
 from __future__ import annotations
 
-import mimetypes
+import os
 import shutil
 import subprocess
 import tempfile
@@ -20,7 +22,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.servers import DaphneServer, ServerDatabase
+from tests.servers import DaphneServer, ServerDatabase, free_port
 
 E2E = Path(__file__).parent
 ESBUILD = E2E / "node_modules" / ".bin" / "esbuild"
@@ -91,10 +93,37 @@ def support():
         database.drop()
 
 
-@pytest.fixture
-def chat(browser, bundle, support):
-    """A CopilotKit page on a new thread; `.elsewhere`: the requests it tried to send off the server's origin."""
+class Runtime:
+    """The embedding application's backend: CopilotKit's runtime and the page, on a port of their own."""
+
+    def __init__(self, env: dict[str, str]):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, **env, "PORT": str(self.port), "COPILOTKIT_TELEMETRY_DISABLED": "true"}
+
+    def start(self) -> Runtime:
+        self.process = subprocess.Popen(["node", "copilotkit/runtime.mjs"], cwd=E2E, env=self.env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+        assert "listening" in self.process.stdout.readline(), "the CopilotKit runtime did not start"
+        return self
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def runtime(bundle, support):
     server, key, assistant = support
+    backend = Runtime({"WAYPOINT_URL": server.url, "WAYPOINT_API_KEY": key, "WAYPOINT_ASSISTANT_ID": assistant,
+                       "PAGE_DIR": str(bundle)}).start()
+    yield backend
+    backend.stop()
+
+
+@pytest.fixture
+def chat(browser, runtime):
+    """A CopilotKit page on a new thread; `.elsewhere`: the requests it tried to send anywhere but its backend."""
     context = browser.new_context()
     page = context.new_page()
     page.elsewhere = []
@@ -102,21 +131,14 @@ def chat(browser, bundle, support):
     page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
 
     def route(route):
-        url = route.request.url
-        if url.startswith(f"{server.url}/copilotkit/"):
-            path = bundle / url.split("/copilotkit/", 1)[1].split("?", 1)[0]
-            if path.is_file():
-                route.fulfill(path=str(path), content_type=mimetypes.guess_type(path.name)[0] or "application/octet-stream")
-            else:
-                route.fulfill(status=404)
-        elif url.startswith(server.url) or url.startswith("data:"):
+        if route.request.url.startswith(runtime.url) or route.request.url.startswith("data:"):
             route.continue_()
         else:
-            page.elsewhere.append(url)
+            page.elsewhere.append(route.request.url)
             route.abort()
 
     context.route("**/*", route)
-    page.goto(f"{server.url}/copilotkit/index.html?assistant={assistant}&key={key}")
+    page.goto(f"{runtime.url}/index.html")
     yield page
     assert page.elsewhere == []
     context.close()
@@ -182,11 +204,13 @@ def test_a_message_while_an_approval_waits_declines_it_and_is_answered(chat):
     assert [e for e in errors(chat) if "pending interrupt" not in e] == []
 
 
-def test_a_reload_keeps_the_conversation_and_its_waiting_approval(chat):
+def test_a_reload_keeps_the_conversation_and_its_waiting_approval(chat, runtime):
     send(chat, "hello there")
     expect(chat.get_by_text("You said: hello there")).to_be_visible(timeout=15_000)
     send(chat, "a refund please")
     expect(chat.get_by_role("group", name="Refund $20 for order A-1")).to_be_visible(timeout=15_000)
+    runtime.stop()  # what CopilotKit's runtime kept in memory goes too: the conversation is Waypoint's
+    runtime.start()
 
     chat.reload()
 

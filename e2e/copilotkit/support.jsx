@@ -15,7 +15,9 @@ export function ResumeThread() {
   const { agent } = useAgent();
   const { copilotkit } = useCopilotKit();
   useEffect(() => {
-    if (KEPT && agent.messages.length === 0) copilotkit.runAgent({ agent });
+    if (!KEPT || agent.messages.length > 0) return;
+    agent.threadId = threadId; // before the chat's own effect sets it
+    copilotkit.runAgent({ agent });
   }, [agent, copilotkit]);
   return null;
 }
