@@ -27,7 +27,8 @@ from tests.servers import DaphneServer, ServerDatabase, free_port
 E2E = Path(__file__).parent
 ESBUILD = E2E / "node_modules" / ".bin" / "esbuild"
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Support</title>
-<link rel="stylesheet" href="main.css"></head><body><div id="root"></div><script type="module" src="main.js"></script></body></html>"""
+<link rel="stylesheet" href="main.css"><style>#root { height: 100vh }</style></head>
+<body><div id="root"></div><script type="module" src="main.js"></script></body></html>"""
 
 CONFIG = {
     "name": "CopilotKit support",
@@ -145,7 +146,7 @@ def chat(browser, runtime):
 
 
 def errors(page) -> list[str]:
-    return page.evaluate("window.copilotkitErrors ?? []")
+    return page.console_errors
 
 
 def send(page, text: str) -> None:

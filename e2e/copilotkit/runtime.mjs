@@ -7,8 +7,9 @@
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { extname, join, normalize } from "node:path";
+// "ag-ui-client-copilotkit" is e2e/package.json's alias of @ag-ui/client 0.0.59; docs/ag-ui.md says "@ag-ui/client".
 // --- as in docs/ag-ui.md
-import { HttpAgent } from "ag-ui-client-copilotkit"; // @ag-ui/client@0.0.59, the one CopilotKit pins
+import { HttpAgent } from "ag-ui-client-copilotkit"; // 0.0.59: the @ag-ui/client CopilotKit pins
 import { CopilotRuntime } from "@copilotkit/runtime/v2";
 import { createCopilotNodeListener } from "@copilotkit/runtime/v2/node";
 

@@ -1,0 +1,16 @@
+// The support page: CopilotKit's chat, its runs sent to the runtime at /api/copilotkit.
+import { CopilotChat, CopilotKitProvider } from "@copilotkit/react-core/v2";
+import "@copilotkit/react-core/v2/styles.css";
+import { Interrupts, PickDate, ResumeThread, threadId } from "./support.jsx";
+
+export function Support() {
+  return (
+    <CopilotKitProvider runtimeUrl="/api/copilotkit" agentId="support" enableInspector={false}
+                        onError={({ error }) => console.error("support chat:", error)}>
+      <ResumeThread />
+      <PickDate />
+      <Interrupts />
+      <CopilotChat agentId="support" threadId={threadId} />
+    </CopilotKitProvider>
+  );
+}
