@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from playwright.sync_api import expect
 
@@ -98,6 +100,20 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
     expect(holding.locator("#control")).to_contain_text("The assistant", timeout=10_000)
     expect(customer.get_by_role("log")).to_contain_text(f"{name} handed you back to the assistant", timeout=10_000)
     expect(holding.locator("#timeline")).to_contain_text("handed back to the assistant, note: Replacement shipped.")
+    # Each answer and each push brought the rows after the head its page showed, often the same ones:
+    # every entry and message is there once, in order, as a fresh load shows them (the assistant's
+    # run after the hand back may still be adding entries: compare once both agree on the head).
+    fresh = holding.context.new_page()
+    ids = "nodes => nodes.map((n) => n.id)"
+    deadline = time.monotonic() + 15
+    while True:
+        fresh.goto(holding.url)
+        want = (fresh.locator("#event-rows > tr").evaluate_all(ids), fresh.locator("#transcript-messages > li").evaluate_all(ids))
+        have = (holding.locator("#event-rows > tr").evaluate_all(ids), holding.locator("#transcript-messages > li").evaluate_all(ids))
+        if have == want or time.monotonic() > deadline:
+            break
+        fresh.wait_for_timeout(200)
+    assert have == want
     for page in (customer, dana, sam):
         page.context.close()
 

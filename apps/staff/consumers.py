@@ -21,8 +21,10 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
     """
     Pushes the inspector's live fragments to a staff member watching one conversation.
 
-    Joins the same `conversation.<id>` group as the customer page and re-reads the whole inspection
-    on every push, so a dropped message is repaired by the next one; the chain is verified once
+    Joins the same `conversation.<id>` group as the customer page. The first push is the whole
+    inspection; each later one brings what changed after the head this socket last sent (the new
+    entries and messages, the runs, calls and actions they touched, the small fragments whole), or
+    the whole inspection again when that head's log did not verify. The chain is verified once
     per head (`queries.verified_at`), not per push and socket. Only staff sessions
     connect (the route is wrapped in the session middleware; the origin check is the router's).
     """
@@ -35,6 +37,7 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
             await self.close(code=4403)
             return
         self.last_sent = -1
+        self.shown: int | None = None  # the head the page was sent, when its log verified
         await self.channel_layer.group_add(group_name(self.conversation_id), self.channel_name)
         await self.accept()
         await self.push()
@@ -73,16 +76,17 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=render_to_string("staff/conversation.html#typing", {"typing": "", "oob": True}))
 
     async def push(self) -> None:
-        text, seq = await database_sync_to_async(self._render)()
+        text, seq, shown = await database_sync_to_async(self._render)()
         if text is None:
             await self.close(code=4404)
             return
-        self.last_sent = seq
+        self.last_sent, self.shown = seq, shown
         await self.send(text_data=text)
 
-    def _render(self) -> tuple[str | None, int]:
-        data = queries.inspect_conversation(self.conversation_id, live=True)
+    def _render(self) -> tuple[str | None, int, int | None]:
+        data = queries.inspect_conversation(self.conversation_id, live=True, since=self.shown)
         if data is None:
-            return None, 0
+            return None, 0, None
         # Whose controls the inspector shows: Send reply and Hand back are the holder's.
-        return render_to_string("staff/live.html", {"c": data, "me": staff_identity(self.scope["user"])}), data["seq"]
+        text = render_to_string("staff/live.html", {"c": data, "me": staff_identity(self.scope["user"])})
+        return text, data["seq"], data["seq"] if data["verification"].ok else None

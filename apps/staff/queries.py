@@ -344,19 +344,21 @@ def _pretty(value: Any) -> str:
     return line if len(line) <= 60 else json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
 
 
-def timeline(conversation_id: str, *, verification: chain.VerifyResult | None = None) -> tuple[list[dict[str, Any]], chain.VerifyResult]:
+def timeline(conversation_id: str, *, verification: chain.VerifyResult | None = None,
+             entries: list[chain.StoredEntry] | None = None, after: int = 0) -> tuple[list[dict[str, Any]], chain.VerifyResult]:
     """
-    Return every log entry with its verification mark, and the verification of the whole log.
+    Return every log entry (`entries`: those after `after`) with its verification mark, and the verification of the whole log.
 
     The whole-log result is `replay.verify`'s, the very check of `conversation verify` (or
     `verification`, one the caller has of it); the marks follow it: entries before the first bad
     one verify, the first bad one and every one after it do not (the chain no longer vouches for them).
     """
-    entries = replay.stored_entries(conversation_id)
+    if entries is None:
+        entries = [chain.StoredEntry(*row) for row in replay.log_rows(conversation_id, after_seq=after)]
     result = verification or replay.verify(conversation_id)
     bad = result.first_bad_seq
     rows = []
-    for position, entry in enumerate(entries, start=1):
+    for position, entry in enumerate(entries, start=after + 1):
         verified = result.ok or (bad is not None and position <= result.checked)
         rows.append({
             "seq": entry.seq, "kind": entry.kind, "turn_id": entry.turn_id, "actor": entry.actor,
@@ -455,8 +457,8 @@ def _summary(kind: str, payload: Any) -> str:
     return ""
 
 
-def _participants(conversation: Conversation, entries: list[dict[str, Any]], members: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation's members, then everyone else its log or its tokens name, with what they did."""
+def _participants(conversation: Conversation, named: dict[str, list[str]], members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation's members, then everyone else its log names (`named`, see `_people`) or its tokens, with what they did."""
     people: dict[str, dict[str, Any]] = {}
 
     def seen(persona: str, role: str) -> None:
@@ -470,18 +472,9 @@ def _participants(conversation: Conversation, entries: list[dict[str, Any]], mem
         seen(member["persona"], member["role"])
         people[member["persona"]]["permissions"] |= set(member.get("permissions", []))
         people[member["persona"]]["added_by"] = member.get("added_by", "")
-    for entry in entries:
-        if not entry["readable"]:
-            continue
-        payload = json.loads(entry["payload_text"])
-        if entry["kind"] in ("conversation_started", "turn_dispatched"):
-            for persona in payload.get("participants", []):
-                seen(persona, "participant")
-            seen(payload.get("caller", ""), "wrote")
-        if payload.get("answered_by"):
-            seen(payload["answered_by"], "answered")
-        if entry["actor"].startswith("staff:"):
-            seen(entry["actor"], "staff")
+    for persona, roles in named.items():
+        for role in roles:
+            seen(persona, role)
     for token in ConversationToken.objects.filter(conversation_id=conversation.id).order_by("created_at"):
         seen(token.persona, "")
         person = people[token.persona]
@@ -495,27 +488,74 @@ def _participants(conversation: Conversation, entries: list[dict[str, Any]], mem
     return list(people.values())
 
 
+def _name_people(named: dict[str, list[str]], entries: list[chain.StoredEntry]) -> None:
+    """Add to `named` (persona → roles, in the order the log first names them) whom `entries` name and as what."""
+
+    def seen(persona: str, role: str) -> None:
+        if persona:
+            roles = named.setdefault(persona, [])
+            if role not in roles:
+                roles.append(role)
+
+    for entry in entries:
+        payload = entry.payload
+        if not isinstance(payload, dict):
+            continue
+        if entry.kind in ("conversation_started", "turn_dispatched"):
+            for persona in payload.get("participants", []):
+                seen(persona, "participant")
+            seen(payload.get("caller", ""), "wrote")
+        if payload.get("answered_by"):
+            seen(payload["answered_by"], "answered")
+        if entry.actor.startswith("staff:"):
+            seen(entry.actor, "staff")
+
+
 class _Marks:
-    """The last entry of each conversation that this process verified, as (seq, hash); the newest few thousand."""
+    """Something this process keeps of each conversation, as (seq it holds up to, value); the newest few thousand."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
         self._guard = threading.Lock()
-        self._kept: OrderedDict[str, tuple[int, str]] = OrderedDict()
+        self._kept: OrderedDict[str, tuple[int, Any]] = OrderedDict()
 
-    def get(self, conversation_id: str) -> tuple[int, str] | None:
+    def get(self, conversation_id: str) -> tuple[int, Any] | None:
         with self._guard:
             return self._kept.get(conversation_id)
 
-    def keep(self, conversation_id: str, mark: tuple[int, str]) -> None:
+    def keep(self, conversation_id: str, mark: tuple[int, Any]) -> None:
         with self._guard:
             known = self._kept.pop(conversation_id, None)
-            self._kept[conversation_id] = max(known, mark) if known else mark  # two threads: the later entry
+            self._kept[conversation_id] = mark if known is None or mark[0] >= known[0] else known  # two threads: the later entry
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
 
 
-_marks = _Marks()
+_marks = _Marks()  # the last entry verified, as (seq, hash)
+_named = _Marks()  # whom the log names and as what, up to an entry (`_name_people`)
+
+
+def _people(cid: str, entries: list[chain.StoredEntry], *, after: int, trusted: bool) -> dict[str, list[str]]:
+    """
+    Whom a conversation's log names and as what; `entries` are those after `after`, already read.
+
+    Gone on from what this process found up to an earlier entry, when the log verifies (`trusted`):
+    the participants then cost what the new entries cost, not a read of the whole log. Naming is
+    idempotent, so an entry folded twice by two threads changes nothing.
+    """
+    kept = _named.get(cid) if trusted else None
+    if kept is None and after == 0:
+        upto, named = 0, {}
+    elif kept is None or kept[0] < after:
+        upto, named = 0, {}
+        entries = [chain.StoredEntry(*row) for row in replay.log_rows(cid)]
+    else:
+        upto, named = kept[0], {persona: list(roles) for persona, roles in kept[1].items()}
+    fresh = [e for e in entries if e.seq > upto]
+    _name_people(named, fresh)
+    if trusted and fresh:
+        _named.keep(cid, (fresh[-1].seq, named))
+    return named
 
 
 def verification(conversation_id: str, *, whole: bool = False) -> chain.VerifyResult:
@@ -546,44 +586,65 @@ def verified_at(conversation_id: str, head_seq: int, head_hash: str) -> chain.Ve
     return verification(conversation_id)
 
 
-def inspect_conversation(conversation_id: str, *, live: bool = False) -> dict[str, Any] | None:
+def inspect_conversation(conversation_id: str, *, live: bool = False, since: int | None = None) -> dict[str, Any] | None:
     """
     Return everything the inspector shows about one conversation, or None when there is none.
 
     The transcript, the full verified timeline, runs, pending calls, tool usage, action logs,
     participants, memory, artifacts and the conversation's conditions. `live`: for a push or a
     poll of the open page, whose verification is the one of this head (`verified_at`).
+
+    `since`: the head the open page shows, its log verified. Then the lists hold only what that
+    page lacks (`"since"` in the result): the entries and messages after it, and the runs, calls
+    and actions those entries touched; a staff action's answer or a push then costs what changed,
+    not the whole conversation again. Without it, or when the log no longer verifies (every mark
+    may change) or `since` is not a head the log had, the lists are whole (`"since"` None).
     """
     conversation = conversation_queries.conversation_for(conversation_id)
     if conversation is None:
         return None
     cid = str(conversation.id)
     known = verified_at(cid, conversation.head_seq, conversation.head_hash) if live else verification(cid, whole=True)
-    entries, checked = timeline(cid, verification=known)
-    runs = list(WorkflowLog.objects.filter(conversation_id=cid).order_by("dispatched_seq"))
-    usage = list(ToolUsageLog.objects.filter(conversation_id=cid).order_by("requested_at", "id"))
-    action_logs = list(ActionLog.objects.filter(conversation_id=cid).order_by("started_at", "id"))
+    if since is not None and not (known.ok and 0 < since <= conversation.head_seq):
+        since = None
+    read = [chain.StoredEntry(*row) for row in replay.log_rows(cid, after_seq=since or 0)]
+    entries, checked = timeline(cid, verification=known, entries=read, after=since or 0)
+    runs = WorkflowLog.objects.filter(conversation_id=cid)
+    usage = ToolUsageLog.objects.filter(conversation_id=cid)
+    action_logs = ActionLog.objects.filter(conversation_id=cid)
+    messages = ChatMessage.objects.filter(conversation_id=cid)
+    latest = runs.order_by("-dispatched_seq").first()
+    if since is not None:
+        touched = _touched(read)
+        runs, usage, action_logs = runs.filter(touched), usage.filter(touched), action_logs.filter(touched)
+        messages = messages.filter(seq__gt=since)
+    runs = list(runs.order_by("dispatched_seq"))
+    usage = list(usage.order_by("requested_at", "id"))
+    action_logs = list(action_logs.order_by("started_at", "id"))
     by_name = {t["name"]: t for t in conversation.assistant.config.get("tools", [])}
     for item in [*usage, *action_logs]:
         item.arguments_text = _pretty(item.arguments)
         item.output_text = "" if item.output is None else _pretty(item.output)
         item.words = call_words(by_name.get(item.tool, {}), item.tool, item.arguments)
-    latest = runs[-1] if runs else None
     workspace = workspace_state(conversation, run=latest)
+    named = _people(cid, read, after=since or 0, trusted=known.ok)
     return {
         "conversation": conversation,
         "assistant": conversation.assistant,
+        "since": since,
         "last_run": last_run(latest.status if latest else None, bool(latest and latest.quarantined)),
         "metadata_text": _pretty(conversation.metadata),
-        "messages": list(ChatMessage.objects.filter(conversation_id=cid).order_by("seq")),
+        "messages": list(messages.order_by("seq")),
         "timeline": entries,
         "verification": checked,
         "runs": runs,
-        "quarantined_runs": [r for r in runs if r.quarantined],
-        "pending": [u for u in usage if u.status == "pending"],
+        "quarantined_runs": (list(WorkflowLog.objects.filter(conversation_id=cid, quarantined=True).order_by("dispatched_seq"))
+                             if since is not None else [r for r in runs if r.quarantined]),
+        "pending_count": (ToolUsageLog.objects.filter(conversation_id=cid, status="pending").count()
+                          if since is not None else sum(u.status == "pending" for u in usage)),
         "tool_usage": usage,
         "action_logs": action_logs,
-        "participants": _participants(conversation, entries, workspace["participants"]),
+        "participants": _participants(conversation, named, workspace["participants"]),
         "conditions": workspace["conditions"],
         "display_phase": workspace["display_phase"],
         "memory": workspace["memory"],
@@ -593,6 +654,22 @@ def inspect_conversation(conversation_id: str, *, live: bool = False) -> dict[st
         "handoff_enabled": available(conversation.assistant.config),
         "waiting_count": waiting_count(),
     }
+
+
+def _touched(entries: list[chain.StoredEntry]) -> Q:
+    """
+    The runs, calls and actions that `entries` may have changed: those of the runs and turns they name.
+
+    Every projection of those stores keys its change on the entry's turn or on a `run_id` or
+    `turn_id` of its payload (apps/runs/projection.py, apps/actions/projection.py).
+    """
+    runs, turns = set(), set()
+    for entry in entries:
+        turns.add(entry.turn_id)
+        if isinstance(entry.payload, dict):
+            runs.add(entry.payload.get("run_id"))
+            turns.add(entry.payload.get("turn_id"))
+    return Q(run_id__in=[r for r in runs if isinstance(r, str)]) | Q(turn_id__in=[t for t in turns if isinstance(t, str) and t])
 
 
 def waiting_for_a_person(*, now=None, limit: int = 200) -> list[dict[str, Any]]:

@@ -101,8 +101,8 @@ def conversations(request: HttpRequest) -> HttpResponse:
                                                         "lifecycles": queries.LIFECYCLES, "run_statuses": queries.RUN_STATUSES})
 
 
-def _inspection(conversation_id, *, live: bool = False) -> dict:
-    data = queries.inspect_conversation(str(conversation_id), live=live)
+def _inspection(conversation_id, *, live: bool = False, since: int | None = None) -> dict:
+    data = queries.inspect_conversation(str(conversation_id), live=live, since=since)
     if data is None:
         raise Http404("no such conversation")
     return data
@@ -123,7 +123,7 @@ def inspector_live(request: HttpRequest, conversation_id) -> HttpResponse:
     etag = f'"{head}"'
     if request.headers.get("If-None-Match") == etag:
         return HttpResponse(status=304, headers={"ETag": etag})
-    response = render(request, "staff/live.html", {"c": _inspection(conversation_id, live=True)})
+    response = render(request, "staff/live.html", {"c": _inspection(conversation_id, live=True, since=_shown(request.GET))})
     response["ETag"] = etag
     return response
 
@@ -198,14 +198,22 @@ def _after_control(request: HttpRequest, conversation_id, *, error: WaypointErro
     """
     notice = {"error": f"{refused} {error.message}".strip(), "code": error.code} if error else {}
     if request.htmx:
-        # Verified from the last entry checked (`queries.verification`), as a push is: not the whole log again.
-        return render(request, "staff/live.html", {"c": _inspection(conversation_id, live=True), "notice": notice, "sent": sent,
-                                                   "answered": True}, status=error.status if error else 200)
+        # What changed after the head the page shows (its form's `shown`), verified from the last entry
+        # checked, as a push is: neither the whole log again nor the whole inspector.
+        c = _inspection(conversation_id, live=True, since=_shown(request.POST))
+        return render(request, "staff/live.html", {"c": c, "notice": notice, "sent": sent, "answered": True},
+                      status=error.status if error else 200)
     if error:
         messages.error(request, notice["error"])
     elif done:
         messages.success(request, done)
     return redirect("staff:conversation", conversation_id)
+
+
+def _shown(data) -> int | None:
+    """The log head the inspector page shows, as its forms and polls send it (`shown`); None when it did not say."""
+    raw = data.get("shown", "")
+    return int(raw) if raw.isdigit() else None
 
 
 def _change_control(request: HttpRequest, conversation_id, change, *, refused: str, **after) -> HttpResponse:

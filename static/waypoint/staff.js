@@ -13,7 +13,9 @@
     if (!root) return;
     try {
       const headers = etag ? { "If-None-Match": etag } : {};
-      const response = await fetch(root.dataset.liveUrl, { headers, cache: "no-store", credentials: "same-origin" });
+      const shown = (document.getElementById("summary") || root).dataset.shown;
+      const url = shown ? `${root.dataset.liveUrl}?shown=${encodeURIComponent(shown)}` : root.dataset.liveUrl;
+      const response = await fetch(url, { headers, cache: "no-store", credentials: "same-origin" });
       if (response.status === 200) {
         etag = response.headers.get("ETag");
         htmx.swap(document.body, await response.text(), { swapStyle: "none" });
@@ -35,6 +37,27 @@
     { code: "409", swap: true },
     { code: "[45]..", swap: false, error: true },
   ];
+
+  // After a change of control, a push or a poll, the page receives the rows after the head it showed,
+  // appended to a list marked data-rows. The answer and the socket may both bring the same row:
+  // a list of entries or messages keeps the one it has (they never change, and its payload may be
+  // open), a list of runs, calls or actions replaces it in place where it moved on.
+  document.addEventListener("htmx:oobBeforeSwap", (event) => {
+    const { target, fragment } = event.detail;
+    const mode = target.dataset ? target.dataset.rows : null;
+    if (!mode || !fragment) return;
+    // Table rows arrive in a <table>, which HTML parsing gives a <tbody> of its own: the rows, not
+    // a second tbody, go into the page's.
+    if (fragment.tagName === "TABLE") {
+      for (const body of Array.from(fragment.tBodies)) { fragment.append(...body.rows); body.remove(); }
+    }
+    for (const row of Array.from(fragment.children)) {
+      const have = row.id ? document.getElementById(row.id) : null;
+      if (!have) continue;
+      if (mode === "update" && have.outerHTML !== row.outerHTML) have.replaceWith(row);
+      else row.remove();
+    }
+  });
 
   document.addEventListener("htmx:wsOpen", () => { const r = live(); if (r) r.dataset.wsOpen = "1"; stopPolling(); });
   document.addEventListener("htmx:wsClose", () => { const r = live(); if (r) delete r.dataset.wsOpen; startPolling(); });
