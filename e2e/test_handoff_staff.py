@@ -56,7 +56,7 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
 
     for page in (dana, sam):
         page.goto(f"{waypoint_server.url}/staff/conversations/{cid}/")
-        expect(page.get_by_role("button", name="Take over")).to_be_visible()
+        expect(page.get_by_role("button", name="Take over", exact=True)).to_be_visible()
     # Both press at once: each click only starts its page's POST (htmx sends it asynchronously), so the
     # two requests are in flight together and the server's row lock decides between them.
     for page in (dana, sam):
@@ -77,7 +77,7 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
     # The loser's own press is answered too (a 409 the page shows), not only the push that followed it.
     expect(loser.locator("#control-notice").get_by_role("alert")).to_have_text(
         f"You did not take over: {name} already has this conversation.")
-    expect(loser.get_by_role("button", name="Take over")).to_have_count(0)
+    expect(loser.get_by_role("button", name="Take over", exact=True)).to_have_count(0)
     accessibility(loser)
     screenshots(loser, "staff-conflict")
 
@@ -126,17 +126,17 @@ def test_the_loser_is_told_even_when_the_winners_push_replaced_its_form_before_t
     dana, sam = (logged_in(browser, waypoint_server, name) for name in staff)
     for page in (dana, sam):
         page.goto(f"{waypoint_server.url}/staff/conversations/{cid}/")
-        expect(page.get_by_role("button", name="Take over")).to_be_visible()
+        expect(page.get_by_role("button", name="Take over", exact=True)).to_be_visible()
     held = []
     sam.route(f"**/staff/conversations/{cid}/take-over", lambda route: held.append(route))  # Sam's press waits here
-    sam.get_by_role("button", name="Take over").click()
+    sam.get_by_role("button", name="Take over", exact=True).click()
     while not held:
         sam.wait_for_timeout(50)
-    dana.get_by_role("button", name="Take over").click()
+    dana.get_by_role("button", name="Take over", exact=True).click()
     expect(dana.get_by_role("button", name="Send reply")).to_be_visible()
     # The push has replaced Sam's form (the one whose post is still in flight) before the answer comes.
     expect(sam.locator("#control")).to_contain_text("Dana already has this conversation", timeout=10_000)
-    expect(sam.get_by_role("button", name="Take over")).to_have_count(0)
+    expect(sam.get_by_role("button", name="Take over", exact=True)).to_have_count(0)
     held[0].continue_()
     expect(sam.locator("#control-notice").get_by_role("alert")).to_have_text(
         "You did not take over: Dana already has this conversation.")
@@ -177,3 +177,49 @@ def test_the_queue_updates_live_the_title_counts_and_a_notification_says_so(brow
         {"title": "A customer is waiting for a person", "body": f"{before + 1} waiting in Waypoint"}]
     customer.context.close()
     dana.context.close()
+
+
+def test_a_colleague_rescues_a_held_conversation_and_the_customer_sees_the_new_name(
+    browser, waypoint_server, staff, start_conversation, accessibility, screenshots
+):
+    customer, cid = ask_for_a_person(browser, waypoint_server, start_conversation)
+    dana, sam = (logged_in(browser, waypoint_server, name) for name in staff)
+    inspector = f"{waypoint_server.url}/staff/conversations/{cid}/"
+    sam.goto(inspector)
+    sam.get_by_role("button", name="Take over", exact=True).click()
+    expect(sam.get_by_role("button", name="Send reply")).to_be_visible()
+    expect(customer.get_by_role("log")).to_contain_text("Sam joined", timeout=10_000)
+
+    dana.goto(inspector)
+    expect(dana.locator("#control")).to_contain_text("Sam already has this conversation.")
+    confirm = dana.get_by_role("button", name="Yes, take over from Sam")
+    expect(confirm).to_be_hidden()  # behind its confirmation
+    dana.get_by_text("Take over from Sam", exact=True).click()
+    expect(confirm).to_be_visible()
+    accessibility(dana)
+    screenshots(dana, "staff-rescue-confirm")
+    # A push while the confirmation is open (the customer writes) leaves it open.
+    customer.get_by_label("Message").fill("Hello? Anyone there?")
+    customer.get_by_label("Message").press("Enter")
+    expect(dana.locator("#transcript")).to_contain_text("Hello? Anyone there?", timeout=10_000)
+    expect(confirm).to_be_visible()
+
+    confirm.click()
+
+    expect(dana.get_by_role("button", name="Send reply")).to_be_visible(timeout=10_000)
+    expect(dana.locator("#timeline")).to_contain_text("Dana (staff:dana) took over from staff:sam")
+    expect(sam.locator("#control")).to_contain_text("Dana already has this conversation.", timeout=10_000)
+    expect(sam.get_by_role("button", name="Send reply")).to_have_count(0)
+    expect(customer.get_by_role("log")).to_contain_text("Dana joined", timeout=10_000)
+    expect(customer.get_by_text("You're chatting with Dana")).to_be_visible()
+    accessibility(sam)
+    screenshots(sam, "staff-rescued-from")
+
+    # Dana hands it on to Sam again, from the list of colleagues.
+    dana.get_by_label("Hand to a colleague").select_option(label="Sam")
+    dana.get_by_role("button", name="Hand over").click()
+    expect(sam.get_by_role("button", name="Send reply")).to_be_visible(timeout=10_000)
+    expect(customer.get_by_text("You're chatting with Sam")).to_be_visible(timeout=10_000)
+    screenshots(sam, "staff-handed-to")
+    for page in (customer, dana, sam):
+        page.context.close()

@@ -83,14 +83,14 @@ def _reason(value: Any, what: str = "reason") -> str:
     return value.strip()
 
 
-def check_staff(staff: Any, name: Any = None) -> tuple[str, str]:
+def check_staff(staff: Any, name: Any = None, *, what: str = "staff") -> tuple[str, str]:
     """A staff persona (`staff:<id>`) and the name people see. :raises BadInput: either is malformed"""
     try:
         persona = parse_persona(staff)
     except InvalidPersona:
         persona = None
     if persona is None or persona.provider != "staff":
-        raise BadInput("staff must be a staff persona like staff:dana")
+        raise BadInput(f"{what} must be a staff persona like staff:dana")
     if name is not None and (not isinstance(name, str) or len(name) > MAX_NAME):
         raise BadInput(f"name must be text of at most {MAX_NAME} characters")
     name = (name or "").strip()
@@ -145,47 +145,89 @@ def request_handoff(*, conversation_id: str, source: str, requested_by: str, rea
         return control_of(_fresh(conversation))
 
 
-def take_control(*, conversation_id: str, staff: str, name: Any = None, reason: Any = None, now: datetime) -> dict[str, Any]:
+def take_control(*, conversation_id: str, staff: str, name: Any = None, reason: Any = None, from_: Any = None,
+                 now: datetime) -> dict[str, Any]:
     """
     A person takes the conversation: agent | queued → human. Exactly one taker wins, under the row lock.
 
-    Taking it again by its holder changes nothing.
-    :raises ControlConflict: another person holds it (`holder` names them)
+    Taking it from a colleague who holds it needs `from_`, that colleague: the change happens only
+    while they still hold it, so two people rescuing one conversation at once do not take it from
+    each other. Taking it again by its holder changes nothing.
+    :raises ControlConflict: another person holds it (`holder` names them), or `from_` no longer does
     :raises ConversationIsCompleted: the conversation is read-only
     """
     staff, name = check_staff(staff, name)
+    from_ = _colleague(from_)
     reason = _reason(reason)
     with transaction.atomic():
         conversation = _locked(conversation_id)
-        if conversation.control_mode == "human":
-            if conversation.control_staff == staff:
-                return control_of(conversation)
+        held_by = conversation.control_staff if conversation.control_mode == "human" else ""
+        if held_by == staff:
+            return control_of(conversation)
+        if held_by and held_by != from_:
             raise _conflict(conversation)
         _withdraw(conversation, actor=staff, now=now)
-        _append(conversation, [ControlTaken(staff=staff, name=name or staff.removeprefix("staff:"), reason=reason)],
-                actor=staff, now=now)
+        _append(conversation, [ControlTaken(staff=staff, name=name or staff.removeprefix("staff:"), reason=reason,
+                                            from_=held_by or None)], actor=staff, now=now)
         return control_of(_fresh(conversation))
 
 
-def return_control(*, conversation_id: str, staff: str, name: Any = None, note: Any = None, now: datetime) -> dict[str, Any]:
+def assign_control(*, conversation_id: str, staff: str, to: Any, to_name: Any = None, from_: Any = None,
+                   now: datetime) -> dict[str, Any]:
     """
-    Hand the conversation back to the assistant: human → agent, by its holder only (a queued one by any staff).
+    `staff` hands the conversation to a named colleague, `to`, who then holds it: agent | queued | human → human.
 
+    Its holder may hand it on; anyone else names the holder in `from_`, as a take-over does.
+    Handing it to whoever holds it changes nothing.
+    :raises ControlConflict: another person holds it (`holder` names them), or `from_` no longer does
+    :raises ConversationIsCompleted: the conversation is read-only
+    """
+    staff, _ = check_staff(staff)
+    to, to_name = check_staff(to, to_name, what="to")
+    from_ = _colleague(from_)
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        held_by = conversation.control_staff if conversation.control_mode == "human" else ""
+        if held_by == to:
+            return control_of(conversation)
+        if held_by and held_by not in (staff, from_):
+            raise _conflict(conversation)
+        _withdraw(conversation, actor=staff, now=now)
+        _append(conversation, [ControlTaken(staff=to, name=to_name or to.removeprefix("staff:"), from_=held_by or None,
+                                            by=None if staff == to else staff)], actor=staff, now=now)
+        return control_of(_fresh(conversation))
+
+
+def return_control(*, conversation_id: str, staff: str, name: Any = None, note: Any = None, from_: Any = None,
+                   now: datetime) -> dict[str, Any]:
+    """
+    Hand the conversation back to the assistant: human → agent, by its holder (a queued one by any staff).
+
+    Someone else may hand back a colleague's conversation by naming them in `from_` (the panel
+    offers it to admins): only while that colleague still holds it.
     :raises ControlConflict: another person holds it, or the agent has it already
     :raises ConversationIsCompleted: the conversation is read-only
     """
     staff, name = check_staff(staff, name)
+    from_ = _colleague(from_)
     note = _reason(note, "note")
     with transaction.atomic():
         conversation = _locked(conversation_id)
         if conversation.control_mode == "agent":
             raise ControlConflict("The assistant has this conversation already.", holder=None)
-        if conversation.control_mode == "human" and conversation.control_staff != staff:
+        held_by = conversation.control_staff if conversation.control_mode == "human" else ""
+        if held_by and held_by not in (staff, from_):
             raise _conflict(conversation)
         # The holder is named as the customer knew them, unless they give another name now.
-        name = name or (conversation.control_name if conversation.control_staff == staff else "") or staff.removeprefix("staff:")
-        _append(conversation, [ControlReturned(staff=staff, name=name, note=note)], actor=staff, now=now)
+        name = name or (conversation.control_name if held_by == staff else "") or staff.removeprefix("staff:")
+        _append(conversation, [ControlReturned(staff=staff, name=name, note=note, from_=None if held_by in ("", staff) else held_by)],
+                actor=staff, now=now)
         return control_of(_fresh(conversation))
+
+
+def _colleague(from_: Any) -> str:
+    """The `from_` of a change: the staff persona the caller believes holds the conversation, or ""."""
+    return "" if from_ in (None, "") else check_staff(from_, what="from")[0]
 
 
 def staff_message(*, conversation_id: str, staff: str, text: Any, now: datetime) -> dict[str, Any]:

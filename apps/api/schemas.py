@@ -347,11 +347,17 @@ StaffPersona = Annotated[str, Field(pattern=r"^staff:[A-Za-z0-9_.@+\-]{1,100}$",
 class ControlIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    action: Literal["take", "return"]
-    staff: StaffPersona
+    action: Literal["take", "return", "assign"]
+    staff: StaffPersona = Field(description="who makes the change (take: the new holder)")
     name: Annotated[str, Field(max_length=200)] | None = Field(None, description="the name the customer sees (take)")
     note: Annotated[str, Field(max_length=500)] | None = Field(None, description="return: a note the model reads with the history")
     reason: Annotated[str, Field(max_length=500)] | None = Field(None, description="take: why")
+    from_: StaffPersona | None = Field(
+        None, alias="from",
+        description="take, return, assign: the colleague who holds it now; the change is made only while they still do "
+                    "(without it, only its holder may change a conversation a person holds)")
+    to: StaffPersona | None = Field(None, description="assign: the colleague who gets it (required)")
+    to_name: Annotated[str, Field(max_length=200)] | None = Field(None, description="assign: the name the customer sees for `to`")
 
 
 class ControlOut(Schema):

@@ -310,17 +310,28 @@ def control(request: HttpRequest, payload: schemas.ControlIn, id: str = Conversa
     """
     `take`: a person takes the conversation (API key). Exactly one taker wins; another gets 409
     `control_conflict` with `holder`. `return`: the holder hands it back to the assistant, with an
-    optional `note` the model reads; anyone else gets 409 `control_conflict`.
+    optional `note` the model reads; anyone else gets 409 `control_conflict`. `assign`: `staff`
+    hands it to a named colleague, `to`, who then holds it.
+
+    A conversation a colleague holds is taken, handed back or handed on by someone else by naming
+    that colleague in `from`: the change is made only while they still hold it, else 409
+    `control_conflict` names who does.
     """
     principal = _principal(request)
     principal.require_api_key()
     conversation = _conversation(principal, id)
+    cid, now = str(conversation.id), timezone.now()
     if payload.action == "take":
-        out = handoff.take_control(conversation_id=str(conversation.id), staff=payload.staff, name=payload.name,
-                                   reason=payload.reason, now=timezone.now())
+        out = handoff.take_control(conversation_id=cid, staff=payload.staff, name=payload.name, reason=payload.reason,
+                                   from_=payload.from_, now=now)
+    elif payload.action == "assign":
+        if payload.to is None:
+            raise BadInput("assign needs `to`: the staff persona who gets the conversation")
+        out = handoff.assign_control(conversation_id=cid, staff=payload.staff, to=payload.to, to_name=payload.to_name,
+                                     from_=payload.from_, now=now)
     else:
-        out = handoff.return_control(conversation_id=str(conversation.id), staff=payload.staff, name=payload.name,
-                                     note=payload.note, now=timezone.now())
+        out = handoff.return_control(conversation_id=cid, staff=payload.staff, name=payload.name, note=payload.note,
+                                     from_=payload.from_, now=now)
     return {"control": out}
 
 

@@ -18,12 +18,17 @@ class EventKind:
     # Fields added to a kind after entries of it were written: left out of the payload while empty,
     # so an entry that does not use them reads (and hashes) as it always did.
     added: ClassVar[tuple[str, ...]] = ()
+    # Payload names that are not Python names (`from`), by the field that holds them (`from_`).
+    spelled: ClassVar[dict[str, str]] = {}
 
     def payload(self) -> dict[str, Any]:
         out = asdict(self)
         for name in self.added:
             if out[name] in (None, {}, []) or out[name] is False:
                 del out[name]
+        for name, key in self.spelled.items():
+            if name in out:
+                out[key] = out.pop(name)
         return out
 
 
@@ -300,21 +305,39 @@ class HandoffRequested(EventKind):
 @_kind("control_taken")
 @dataclass(frozen=True)
 class ControlTaken(EventKind):
-    """A person takes the conversation over, from the queue or straight from the agent."""
+    """
+    A person takes the conversation over, from the queue, straight from the agent or from a colleague.
+
+    `from_` (`from` in the payload) is the colleague who held it until then; `by` is who made the
+    change when it is not the new holder: a conversation handed to a named colleague.
+    """
 
     staff: str  # staff:<id>
     name: str = ""
     reason: str = ""
+    from_: str | None = None
+    by: str | None = None
+
+    added: ClassVar[tuple[str, ...]] = ("from_", "by")
+    spelled: ClassVar[dict[str, str]] = {"from_": "from"}
 
 
 @_kind("control_returned")
 @dataclass(frozen=True)
 class ControlReturned(EventKind):
-    """Control goes back to the agent; `note` is for the model, which reads it with the human part of the history."""
+    """
+    Control goes back to the agent; `note` is for the model, which reads it with the human part of the history.
+
+    `from_` (`from` in the payload): the colleague who held it, when someone else (an admin) handed it back.
+    """
 
     staff: str
     name: str = ""
     note: str = ""
+    from_: str | None = None
+
+    added: ClassVar[tuple[str, ...]] = ("from_",)
+    spelled: ClassVar[dict[str, str]] = {"from_": "from"}
 
 
 @_kind("handoff_timed_out")
@@ -478,7 +501,8 @@ def decode(kind: str, payload: dict[str, Any]) -> EventKind:
     """
     cls = KINDS[kind]
     names = _field_names(cls)
-    return cls(**{k: v for k, v in payload.items() if k in names})
+    by_key = {key: name for name, key in cls.spelled.items()}
+    return cls(**{by_key.get(k, k): v for k, v in payload.items() if by_key.get(k, k) in names})
 
 
 @cache

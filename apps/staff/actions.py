@@ -58,6 +58,30 @@ def staff_identity(user: Any) -> str:
     return f"staff:{user.get_username()}"
 
 
+def staff_name(user: Any) -> str:
+    """The name a customer sees for a staff member: their full name, else their username."""
+    return (user.get_full_name() or user.get_username())[:200]
+
+
+def may_return_any(user: Any) -> bool:
+    """Whether a staff member may hand a colleague's conversation back to the assistant: the admins (superusers)."""
+    return bool(user.is_active and user.is_superuser)
+
+
+def colleagues() -> list[dict[str, str]]:
+    """The active staff members a conversation can be handed to, as `{id, name}` by name."""
+    from django.contrib.auth import get_user_model
+
+    people = get_user_model().objects.filter(is_active=True, is_staff=True)
+    return sorted(({"id": staff_identity(user), "name": staff_name(user)} for user in people),
+                  key=lambda person: (person["name"].casefold(), person["id"]))
+
+
+def panel_context(user: Any) -> dict[str, Any]:
+    """What the conversation page's controls need to know of the staff member looking: who they are and may do."""
+    return {"me": staff_identity(user), "staff_admin": may_return_any(user), "colleagues": colleagues}
+
+
 def check_resolution(*, resolution: Any, note: Any, result: Any = "") -> tuple[str, str, Any]:
     """
     Check a quarantine resolution form and return (resolution, note, result).

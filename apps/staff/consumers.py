@@ -12,7 +12,7 @@ from apps.conversations import broadcast
 from apps.conversations.broadcast import group_name
 from apps.ledger.identities import persona_name
 from apps.staff import queries
-from apps.staff.actions import staff_identity
+from apps.staff.actions import panel_context
 
 TYPING_SHOWN_SECONDS = 5.0  # the customer's page says so every 2.5 s while they type
 
@@ -88,5 +88,5 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
         if data is None:
             return None, 0, None
         # Whose controls the inspector shows: Send reply and Hand back are the holder's.
-        text = render_to_string("staff/live.html", {"c": data, "me": staff_identity(self.scope["user"])})
+        text = render_to_string("staff/live.html", {"c": data, **panel_context(self.scope["user"])})
         return text, data["seq"], data["seq"] if data["verification"].ok else None

@@ -10,7 +10,7 @@ def waiting(request: HttpRequest) -> dict:
     user = getattr(request, "user", None)
     if not request.path.startswith("/staff/") or user is None or not user.is_authenticated or not user.is_staff:
         return {}
-    from apps.staff.actions import staff_identity
+    from apps.staff.actions import panel_context
     from apps.staff.queries import waiting_count
 
     count: list[int] = []
@@ -20,4 +20,4 @@ def waiting(request: HttpRequest) -> dict:
             count.append(waiting_count())
         return count[0]
 
-    return {"staff_waiting": staff_waiting, "me": staff_identity(user)}
+    return {"staff_waiting": staff_waiting, **panel_context(user)}

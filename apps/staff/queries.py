@@ -440,10 +440,14 @@ def _summary(kind: str, payload: Any) -> str:
         # human handoff (docs/handoff.md)
         case HandoffRequested(source=source, requested_by=by, reason=reason):
             return f"a person asked for by the {source} ({by})" + (f": {reason}" if reason else "")
-        case ControlTaken(staff=staff, name=name, reason=reason):
-            return f"{name or staff} ({staff}) took over" + (f": {reason}" if reason else "")
-        case ControlReturned(staff=staff, name=name, note=note):
-            return f"{name or staff} ({staff}) handed back to the assistant" + (f", note: {note}" if note else "")
+        case ControlTaken(staff=staff, name=name, reason=reason, from_=held_by, by=by) if by:
+            return f"{by} handed it to {name or staff} ({staff})" + (f" from {held_by}" if held_by and held_by != by else "")
+        case ControlTaken(staff=staff, name=name, reason=reason, from_=held_by):
+            return (f"{name or staff} ({staff}) took over" + (f" from {held_by}" if held_by else "")
+                    + (f": {reason}" if reason else ""))
+        case ControlReturned(staff=staff, name=name, note=note, from_=held_by):
+            return (f"{name or staff} ({staff}) handed back to the assistant" + (f" for {held_by}" if held_by else "")
+                    + (f", note: {note}" if note else ""))
         case HandoffTimedOut(timeout_seconds=timeout):
             return f"nobody took it within {timeout} s: back to the assistant"
         case TurnHandedOff(call_ids=call_ids, reason=reason):

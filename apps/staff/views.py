@@ -23,7 +23,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.agent import handoff
-from apps.conversations.errors import WaypointError
+from apps.conversations.errors import BadInput, WaypointError
 from apps.ledger import replay
 from apps.ops import limits
 from apps.staff import actions, queries
@@ -183,11 +183,6 @@ def clear_memory(request: HttpRequest, conversation_id) -> HttpResponse:
     return redirect("staff:conversation", conversation_id)
 
 
-def staff_name(user) -> str:
-    """The name a customer sees for a staff member: their full name, else their username."""
-    return (user.get_full_name() or user.get_username())[:200]
-
-
 def _after_control(request: HttpRequest, conversation_id, *, error: WaypointError | None = None, refused: str = "",
                    done: str = "", sent: bool = False) -> HttpResponse:
     """
@@ -227,11 +222,21 @@ def _change_control(request: HttpRequest, conversation_id, change, *, refused: s
     return _after_control(request, conversation_id, **after)
 
 
+def _holder(request: HttpRequest) -> str | None:
+    """The colleague the page showed holding the conversation (`from`), which a rescue names; None when it named none."""
+    return request.POST.get("from") or None
+
+
 @staff_only
 @require_POST
 def take_over(request: HttpRequest, conversation_id) -> HttpResponse:
-    """Take over: this staff member answers the customer (PRODUCT.md "Human handoff"); one taker wins."""
-    return _change_control(request, conversation_id, partial(handoff.take_control, name=staff_name(request.user)),
+    """
+    Take over: this staff member answers the customer (PRODUCT.md "Human handoff"); one taker wins.
+
+    From a colleague too (**Take over from Sam**, `from`): only while that colleague still holds it.
+    """
+    return _change_control(request, conversation_id,
+                           partial(handoff.take_control, name=actions.staff_name(request.user), from_=_holder(request)),
                            refused="You did not take over:", done="You have this conversation: the assistant stays silent until you hand it back.")
 
 
@@ -245,8 +250,27 @@ def send_reply(request: HttpRequest, conversation_id) -> HttpResponse:
 @staff_only
 @require_POST
 def hand_back(request: HttpRequest, conversation_id) -> HttpResponse:
-    return _change_control(request, conversation_id, partial(handoff.return_control, note=request.POST.get("note") or None),
+    """Hand back to the assistant: by the holder, or by an admin for a colleague who holds it (`from`)."""
+    from_ = _holder(request) if actions.may_return_any(request.user) else None
+    # The holder is named as the customer knew them; an admin handing back for them, by their own name.
+    name = actions.staff_name(request.user) if from_ else None
+    return _change_control(request, conversation_id,
+                           partial(handoff.return_control, name=name, note=request.POST.get("note") or None, from_=from_),
                            refused="Not handed back:", done="Handed back to the assistant.")
+
+
+@staff_only
+@require_POST
+def hand_to(request: HttpRequest, conversation_id) -> HttpResponse:
+    """Hand the conversation to a named colleague (`to`), who then holds it: by its holder, or while nobody holds it."""
+    named = {person["id"]: person["name"] for person in actions.colleagues()}
+    to = request.POST.get("to", "")
+    if to not in named:
+        error = BadInput("Choose a colleague from the list: that staff member is not one (or is no longer active).")
+        return _after_control(request, conversation_id, error=error, refused="Not handed on:")
+    return _change_control(request, conversation_id,
+                           partial(handoff.assign_control, to=to, to_name=named[to], from_=_holder(request)),
+                           refused="Not handed on:", done=f"Handed to {named[to]}.")
 
 
 @staff_only

@@ -26,8 +26,8 @@ BY_KIND: dict[str, tuple[str, dict[str, str]]] = {
     "conversation_completed": ("conversation.completed", {"run_id": "run_id"}),
     # handoff.*: `control` (below) and these
     "handoff_requested": ("handoff.requested", {"reason": "reason", "source": "source", "run_id": "run_id"}),
-    "control_taken": ("handoff.accepted", {"reason": "reason"}),
-    "control_returned": ("handoff.returned", {"note": "note"}),
+    "control_taken": ("handoff.accepted", {"reason": "reason", "from": "from", "by": "by"}),
+    "control_returned": ("handoff.returned", {"note": "note", "from": "from"}),
     "handoff_timed_out": ("handoff.timed_out", {"message": "reason"}),
 }
 # The kinds that announce nothing, said so: a new kind is in one table or the other

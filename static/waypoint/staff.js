@@ -59,6 +59,21 @@
     }
   });
 
+  // A push re-renders #control: a "Take over from …" confirmation someone has open stays open while
+  // the same colleague holds the conversation.
+  let rescuing = null;
+  document.addEventListener("htmx:oobBeforeSwap", (event) => {
+    if (event.detail.target.id !== "control") return;
+    const open = event.detail.target.querySelector("details.rescue[open] input[name=from]");
+    rescuing = open ? open.value : null;
+  });
+  document.addEventListener("htmx:oobAfterSwap", () => {
+    if (!rescuing) return;
+    const from = document.querySelector("#control details.rescue input[name=from]");
+    if (from && from.value === rescuing) from.closest("details").open = true;
+    rescuing = null;
+  });
+
   document.addEventListener("htmx:wsOpen", () => { const r = live(); if (r) r.dataset.wsOpen = "1"; stopPolling(); });
   document.addEventListener("htmx:wsClose", () => { const r = live(); if (r) delete r.dataset.wsOpen; startPolling(); });
   document.addEventListener("htmx:wsError", startPolling);

@@ -164,3 +164,55 @@ def test_the_openapi_document_describes_handoff(api: Api):
     assert "control" in schemas["StateOut"]["required"]
     assert schemas["Control"]["properties"]["mode"]["enum"] == ["agent", "queued", "human"]
     assert set(schemas["Author"]["properties"]["kind"]["enum"]) == {"customer", "assistant", "staff"}
+
+
+class TestRescueAndReassign:
+    """A held conversation is taken from, handed to, or handed back for a colleague named in `from` (docs/handoff.md)."""
+
+    def test_a_take_over_from_the_holder_named_in_from_wins_and_a_stale_one_is_409(self, api: Api, handoff_assistant):
+        cid = api.start("hello", assistant=handoff_assistant)["conversation_id"]
+        take(api, cid, "staff:sam", "Sam")
+
+        without = take(api, cid)
+        rescued = api.post(path(cid, "control"), {"action": "take", "staff": "staff:dana", "name": "Dana", "from": "staff:sam"})
+        stale = api.post(path(cid, "control"), {"action": "take", "staff": "staff:lee", "from": "staff:sam"})
+
+        assert without.status_code == 409 and without.json()["error"]["holder"]["id"] == "staff:sam"
+        assert rescued.status_code == 200 and rescued.json()["control"]["staff"] == {"id": "staff:dana", "name": "Dana"}
+        assert stale.status_code == 409
+        assert stale.json()["error"] == {"code": "control_conflict", "message": "Dana already has this conversation.",
+                                         "holder": {"id": "staff:dana", "name": "Dana"}}
+
+    def test_assign_hands_it_to_a_colleague_who_then_replies(self, api: Api, handoff_assistant):
+        cid = api.start("hello", assistant=handoff_assistant)["conversation_id"]
+        take(api, cid, "staff:sam", "Sam")
+
+        handed = api.post(path(cid, "control"), {"action": "assign", "staff": "staff:sam", "to": "staff:dana", "to_name": "Dana"})
+        reply = api.post(path(cid, "staff-messages"), {"staff": "staff:dana", "text": "Dana here."})
+
+        assert handed.status_code == 200 and handed.json()["control"]["staff"] == {"id": "staff:dana", "name": "Dana"}
+        assert reply.status_code == 201
+
+    def test_an_admin_hands_back_for_the_holder_named_in_from(self, api: Api, handoff_assistant):
+        cid = api.start("hello", assistant=handoff_assistant)["conversation_id"]
+        take(api, cid, "staff:sam", "Sam")
+
+        refused = api.post(path(cid, "control"), {"action": "return", "staff": "staff:ada"})
+        back = api.post(path(cid, "control"), {"action": "return", "staff": "staff:ada", "from": "staff:sam", "note": "Sam left"})
+
+        assert refused.status_code == 409
+        assert back.status_code == 200 and back.json()["control"]["mode"] == "agent"
+
+    @pytest.mark.parametrize("body", [
+        {"action": "assign", "staff": "staff:sam"},
+        {"action": "assign", "staff": "staff:sam", "to": "guest:bob"},
+        {"action": "take", "staff": "staff:dana", "from": "sam"},
+    ], ids=["assign without to", "to not a staff persona", "from not a staff persona"])
+    def test_a_malformed_change_is_422_and_changes_nothing(self, api: Api, handoff_assistant, body):
+        cid = api.start("hello", assistant=handoff_assistant)["conversation_id"]
+        take(api, cid, "staff:sam", "Sam")
+
+        response = api.post(path(cid, "control"), body)
+
+        assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_request"
+        assert api.state(cid)["control"]["staff"]["id"] == "staff:sam"
