@@ -60,6 +60,39 @@ def staff_reply(*, conversation_id: str, staff_name: str, text: str) -> dict[str
     return {"ok": True}
 
 
+def change_control(*, conversation_id: str, action: str, hang: bool = False, **arguments: Any) -> dict[str, Any]:
+    """
+    `handoff.<action>_control` as the panel makes it; returns the control after it.
+
+    `hang`: the change is written inside a transaction that is not committed, which says so on
+    stdout (`HANGING`) and waits there to be killed.
+    """
+    import sys
+    import time
+
+    from django.db import transaction
+    from django.utils import timezone
+
+    from apps.agent import handoff
+
+    change = getattr(handoff, f"{action}_control")
+    with transaction.atomic():
+        control = change(conversation_id=conversation_id, now=timezone.now(), **arguments)
+        if hang:
+            print("HANGING", flush=True)
+            sys.stdout.flush()
+            time.sleep(600)
+    return control
+
+
+def control_changes(*, conversation_id: str) -> list[dict[str, Any]]:
+    """The log's changes of control, in order: kind, the staff member they name, and the payload."""
+    from apps.ledger import store
+
+    return [{"kind": e.kind, "staff": e.payload.get("staff"), "payload": e.payload} for e in store.read(conversation_id)
+            if e.kind in ("control_taken", "control_returned", "handoff_requested")]
+
+
 def check(*, conversation_ids: list[str]) -> dict[str, Any]:
     """Run `conversation replay` and `conversation verify` on each conversation; ok and what each printed."""
     import io
@@ -84,7 +117,7 @@ def main(name: str, arguments: str) -> None:
     print(MARK + json.dumps(result, default=str))
 
 
-def run(database, name: str, **arguments: Any) -> Any:
+def run(database, name: str, /, **arguments: Any) -> Any:
     """Run one probe step against a `ServerDatabase` and return its JSON result."""
     code = f"from tests.process.probe import main; main({name!r}, {json.dumps(arguments)!r})"
     out = database.manage("shell", "-c", code, env={"WAYPOINT_RUNNER": "inline", "WAYPOINT_FAULT_AT": ""})
