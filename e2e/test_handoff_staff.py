@@ -221,5 +221,15 @@ def test_a_colleague_rescues_a_held_conversation_and_the_customer_sees_the_new_n
     expect(sam.get_by_role("button", name="Send reply")).to_be_visible(timeout=10_000)
     expect(customer.get_by_text("You're chatting with Sam")).to_be_visible(timeout=10_000)
     screenshots(sam, "staff-handed-to")
+
+    # Sam finds it in Mine, with the customer and their last message.
+    sam.get_by_role("navigation", name="Staff").get_by_role("link", name="Conversations").click()
+    sam.get_by_role("link", name="Mine").click()
+    row = sam.locator(f"#conversation-{cid}")
+    expect(row).to_contain_text("Sam (you)")
+    expect(row).to_contain_text("Hello? Anyone there?")
+    expect(sam.locator("#view-mine .count")).not_to_have_text("0")
+    accessibility(sam)
+    screenshots(sam, "staff-mine")
     for page in (customer, dana, sam):
         page.context.close()

@@ -28,6 +28,7 @@ from apps.agent.models import Assistant
 from apps.conversations import queries as conversation_queries
 from apps.conversations.models import ChatMessage, Conversation, ConversationToken
 from apps.ledger import chain, replay
+from apps.ledger.identities import persona_name
 from apps.ledger.models import Event
 from apps.ledger.store import iso
 from apps.ledger.types import (
@@ -73,6 +74,10 @@ from apps.workspaces.queries import workspace_state
 
 PAGE_SIZE = 50
 LIFECYCLES = ("active", "completed")
+# The list's views by who answers (docs/staff.md): the signed-in person's own, the ones waiting for a
+# person, the active ones nobody holds, and every conversation ("").
+VIEWS = {"mine": "Mine", "waiting": "Waiting", "unassigned": "Unassigned", "": "All"}
+COUNTED_UP_TO = 999  # a view's count stops there ("999+"): no count reads the whole table
 RUN_STATUSES = tuple(RunStatus)
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _ID_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
@@ -91,11 +96,13 @@ class ConversationFilters:
     since: date | None = None
     until: date | None = None
     q: str = ""
+    view: str = ""  # a key of VIEWS
+    me: str = ""  # the staff persona looking, whose "mine" it is; not a parameter
 
     def params(self) -> dict[str, str]:
         """The filters as query parameters, for links that keep them (paging)."""
         out = {
-            "status": self.status, "run_status": self.run_status, "quarantined": "1" if self.quarantined else "",
+            "view": self.view, "status": self.status, "run_status": self.run_status, "quarantined": "1" if self.quarantined else "",
             "assistant": self.assistant, "persona": self.persona, "since": self.since.isoformat() if self.since else "",
             "until": self.until.isoformat() if self.until else "", "q": self.q,
         }
@@ -116,9 +123,13 @@ def _date(raw: str, name: str, problems: list[str]) -> date | None:
         return None
 
 
-def check_filters(data: Any) -> tuple[ConversationFilters, list[str]]:
-    """Read the list's filter form; a value that makes no sense is dropped and said why."""
+def check_filters(data: Any, *, me: str = "") -> tuple[ConversationFilters, list[str]]:
+    """Read the list's filter form (`me`: the staff persona looking); a value that makes no sense is dropped and said why."""
     problems: list[str] = []
+    view = data.get("view", "")
+    if view not in VIEWS:
+        problems.append(f"view: unknown value {view!r}")
+        view = ""
     status = data.get("status", "")
     if status and status not in LIFECYCLES:
         problems.append(f"lifecycle: unknown value {status!r}")
@@ -143,6 +154,8 @@ def check_filters(data: Any) -> tuple[ConversationFilters, list[str]]:
         since=_date(data.get("since", ""), "from", problems),
         until=_date(data.get("until", ""), "to", problems),
         q=data.get("q", "").strip()[:200],
+        view=view,
+        me=me,
     )
     return filters, problems
 
@@ -213,11 +226,38 @@ def _search(q: str) -> Q:
     return match
 
 
+def _in_view(view: str, me: str) -> Q:
+    """Who answers the conversations of a view: `me`, nobody yet, or nobody (the assistant or the queue)."""
+    return {
+        "mine": Q(control_mode="human", control_staff=me),
+        "waiting": Q(control_mode="queued", status="active"),
+        "unassigned": Q(control_mode__in=("agent", "queued"), status="active"),
+    }.get(view, Q())
+
+
+def view_counts(filters: ConversationFilters) -> list[dict[str, Any]]:
+    """
+    Each view of the list with how many conversations it holds, counted up to `COUNTED_UP_TO` ("999+").
+
+    The count is the view's alone; its link keeps the other filters.
+    """
+    others = {k: v for k, v in filters.params().items() if k != "view"}
+    out = []
+    for view, label in VIEWS.items():
+        count = Conversation.objects.filter(_in_view(view, filters.me))[: COUNTED_UP_TO + 1].count()
+        out.append({"view": view, "label": label, "count": count, "current": view == filters.view,
+                    "shown": f"{COUNTED_UP_TO}+" if count > COUNTED_UP_TO else str(count),
+                    "link": "?" + urlencode({**({"view": view} if view else {}), **others})})
+    return out
+
+
 def _filtered(filters: ConversationFilters):
     latest_run = WorkflowLog.objects.filter(conversation=OuterRef("pk")).order_by("-dispatched_seq")
-    query = Conversation.objects.annotate(
+    last_message = ChatMessage.objects.filter(conversation=OuterRef("pk")).order_by("-seq")
+    query = Conversation.objects.filter(_in_view(filters.view, filters.me)).annotate(
         run_status=Subquery(latest_run.values("status")[:1]),
         quarantined=Exists(WorkflowLog.objects.filter(conversation=OuterRef("pk"), quarantined=True)),
+        last_message=Subquery(last_message.values("text")[:1]),
     )
     if filters.status:
         query = query.filter(status=filters.status)
@@ -243,7 +283,8 @@ def _filtered(filters: ConversationFilters):
 
 
 _ROW_FIELDS = ("id", "created_at", "status", "owner", "message_count", "metadata", "last_turn_at", "assistant__name",
-               "run_status", "quarantined", "head_seq")
+               "run_status", "quarantined", "head_seq", "last_message", "control_mode", "control_staff", "control_name",
+               "control_requested_at")
 
 
 def conversation_page(
@@ -283,8 +324,20 @@ def conversation_page(
         page.older = last.encode() if (going_back or more) else None
     for row in rows:
         row["last_run"] = last_run(row["run_status"], row["quarantined"])
+        row["customer"] = persona_name(row["owner"]) if row["owner"] else ""
+        row["answers"] = _who_answers(row, filters.me)
     _quarantine_reasons(rows)
     return page
+
+
+def _who_answers(row: dict[str, Any], me: str) -> dict[str, Any]:
+    """The list's "who answers" cell: the assistant, waiting since when, or the person (you, when it is `me`)."""
+    if row["control_mode"] == "human":
+        name = row["control_name"] or row["control_staff"]
+        return {"mode": "human", "text": f"{name} (you)" if row["control_staff"] == me else name}
+    if row["control_mode"] == "queued":
+        return {"mode": "queued", "text": "Waiting for a person", "since": row["control_requested_at"]}
+    return {"mode": "agent", "text": "Assistant"}
 
 
 def _quarantine_reasons(rows: list[dict[str, Any]]) -> None:

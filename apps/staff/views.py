@@ -94,10 +94,15 @@ def logout_view(request: HttpRequest) -> HttpResponse:
 @staff_only
 @require_GET
 def conversations(request: HttpRequest) -> HttpResponse:
-    filters, problems = queries.check_filters(request.GET)
+    """The conversation list, in views by who answers (Mine, Waiting, Unassigned, All); `?counts=1` is only the views' counts, which the page polls."""
+    me = actions.staff_identity(request.user)
+    filters, problems = queries.check_filters(request.GET, me=me)
+    shown = {"views": queries.view_counts(filters), "counts_url": f"{request.path}?{urlencode({**filters.params(), 'counts': '1'})}"}
+    if request.GET.get("counts"):
+        return render(request, "staff/conversations.html#views", shown)
     page = queries.conversation_page(filters=filters, after=request.GET.get("after"), before=request.GET.get("before"),
                                      problems=problems)
-    return render(request, "staff/conversations.html", {"page": page, "filters": filters,
+    return render(request, "staff/conversations.html", {"page": page, "filters": filters, **shown,
                                                         "lifecycles": queries.LIFECYCLES, "run_statuses": queries.RUN_STATUSES})
 
 
