@@ -160,6 +160,8 @@ def test_the_queue_updates_live_the_title_counts_and_a_notification_says_so(brow
     dana.add_init_script(RECORD_NOTIFICATIONS)
     dana.goto(waypoint_server.url + "/staff/waiting/")
     before = int(dana.locator("#waiting-count").get_attribute("data-count"))
+    # The title counts what waits for Dana's reply and in quarantine too (none of it changes here).
+    others = sum(int(dana.locator(f"#{badge}").get_attribute("data-count")) for badge in ("unanswered-count", "quarantine-count"))
     elsewhere = dana.context.new_page()  # a page with no live fragment of its own: it polls the count alone
     elsewhere.add_init_script(RECORD_NOTIFICATIONS)
     elsewhere.goto(waypoint_server.url + "/staff/assistants/")
@@ -168,11 +170,11 @@ def test_the_queue_updates_live_the_title_counts_and_a_notification_says_so(brow
 
     expect(dana.locator(f"#waiting-{cid}")).to_be_visible(timeout=10_000)
     expect(dana.locator("#waiting-count")).to_have_attribute("data-count", str(before + 1))
-    expect(dana).to_have_title(f"({before + 1}) Waiting for a person · Waypoint staff")
+    expect(dana).to_have_title(f"({before + 1 + others}) Waiting for a person · Waypoint staff")
     assert dana.evaluate("() => window.__notified") == [
         {"title": "A customer is waiting for a person", "body": f"{before + 1} waiting in Waypoint"}]
     expect(elsewhere.locator("#waiting-count")).to_have_attribute("data-count", str(before + 1), timeout=15_000)
-    expect(elsewhere).to_have_title(f"({before + 1}) Assistants · Waypoint staff")
+    expect(elsewhere).to_have_title(f"({before + 1 + others}) Assistants · Waypoint staff")
     assert elsewhere.evaluate("() => window.__notified") == [
         {"title": "A customer is waiting for a person", "body": f"{before + 1} waiting in Waypoint"}]
     customer.context.close()
@@ -224,7 +226,7 @@ def test_a_colleague_rescues_a_held_conversation_and_the_customer_sees_the_new_n
 
     # Sam finds it in Mine, with the customer and their last message.
     sam.get_by_role("navigation", name="Staff").get_by_role("link", name="Conversations").click()
-    sam.get_by_role("link", name="Mine").click()
+    sam.get_by_role("navigation", name="Views").get_by_role("link", name="Mine").click()
     row = sam.locator(f"#conversation-{cid}")
     expect(row).to_contain_text("Sam (you)")
     expect(row).to_contain_text("Hello? Anyone there?")
@@ -233,3 +235,32 @@ def test_a_colleague_rescues_a_held_conversation_and_the_customer_sees_the_new_n
     screenshots(sam, "staff-mine")
     for page in (customer, dana, sam):
         page.context.close()
+
+
+def test_a_customer_writing_in_a_conversation_you_hold_raises_your_badge_wherever_you_are(
+    browser, waypoint_server, staff, start_conversation, accessibility, screenshots
+):
+    customer, cid = ask_for_a_person(browser, waypoint_server, start_conversation)
+    sam = logged_in(browser, waypoint_server, staff[1])
+    sam.goto(f"{waypoint_server.url}/staff/conversations/{cid}/")
+    sam.get_by_role("button", name="Take over", exact=True).click()
+    sam.get_by_label("Reply to the customer as Sam").fill("Hi, Sam here. What happened?")
+    sam.get_by_role("button", name="Send reply").click()
+    expect(customer.locator(".message.staff").last).to_contain_text("Sam here", timeout=10_000)
+    elsewhere = sam.context.new_page()
+    elsewhere.add_init_script(RECORD_NOTIFICATIONS)
+    elsewhere.goto(waypoint_server.url + "/staff/assistants/")
+    before = int(elsewhere.locator("#unanswered-count").get_attribute("data-count"))
+
+    customer.get_by_label("Message").fill("My parcel is still missing.")
+    customer.get_by_label("Message").press("Enter")
+
+    expect(elsewhere.locator("#unanswered-count")).to_have_attribute("data-count", str(before + 1), timeout=15_000)
+    expect(elsewhere.get_by_role("link", name=f"Mine : {before + 1} waiting for your reply")).to_be_visible()
+    assert elsewhere.evaluate("() => window.__notified") == [
+        {"title": "A customer wrote to you", "body": f"{before + 1} waiting for your reply in Waypoint"}]
+    accessibility(elsewhere)
+    screenshots(elsewhere, "staff-unanswered-badge")
+    for page in (customer, sam):
+        page.context.close()
+

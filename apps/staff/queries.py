@@ -766,6 +766,18 @@ def waiting_count() -> int:
     return Conversation.objects.filter(control_mode="queued").count()
 
 
+def unanswered_count(me: str) -> int:
+    """The conversations `me` holds whose last message is the customer's: each waits for their reply."""
+    last_role = ChatMessage.objects.filter(conversation=OuterRef("pk")).order_by("-seq").values("role")[:1]
+    return (Conversation.objects.filter(control_mode="human", control_staff=me)
+            .annotate(last_role=Subquery(last_role)).filter(last_role="user").count())
+
+
+def quarantine_count() -> int:
+    """The quarantined turns that wait for a decision (the quarantine queue's; a quarantined run is `interrupted`)."""
+    return WorkflowLog.objects.filter(status="interrupted", quarantined=True).count()
+
+
 def waited(delta) -> str:
     """How long someone has waited, as people say it: "just now", "4 min", "1 h 5 min"."""
     seconds = max(0, int(delta.total_seconds()))

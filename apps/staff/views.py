@@ -284,11 +284,12 @@ def waiting(request: HttpRequest) -> HttpResponse:
     """
     The conversations waiting for a person, oldest request first; live by polling its fragment.
 
-    `?count=1` is only the navigation's count: every other staff page polls it, so the tab's title
-    and the notification tell of a new request wherever the staff member is.
+    `?count=1` is only the navigation's counts (waiting for a person, for your reply, for a
+    decision): every staff page polls it, so the tab's title and the notifications tell of them
+    wherever the staff member is.
     """
     if request.GET.get("count"):
-        return render(request, "staff/base.html#waiting-count", {"count": queries.waiting_count(), "oob": True})
+        return render(request, "staff/base.html#counts", {"oob": True})
     template = "staff/waiting_live.html" if request.GET.get("live") else "staff/waiting.html"
     return render(request, template, {"items": queries.waiting_for_a_person()})
 

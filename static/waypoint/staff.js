@@ -103,31 +103,41 @@
   });
 })();
 
-// Human handoff: the count of customers waiting for a person in the tab's title, a browser
-// notification when it goes up (once the staff member allowed them).
+// The navigation's counts: customers waiting for a person, customers who wrote last in a conversation
+// you hold, turns waiting in quarantine. Their sum is in the tab's title; a browser notification
+// tells of each that goes up (once the staff member allowed them).
 (function () {
   "use strict";
   const base = document.title.replace(/^\(\d+\) /, "");
-  let known = null;
+  const BADGES = {
+    "waiting-count": (n) => ["A customer is waiting for a person", `${n} waiting in Waypoint`],
+    "unanswered-count": (n) => ["A customer wrote to you", `${n} waiting for your reply in Waypoint`],
+    "quarantine-count": (n) => ["A turn waits for your decision", `${n} in quarantine in Waypoint`],
+  };
+  const known = {};
 
-  function count() {
-    const badge = document.getElementById("waiting-count");
+  function count(id) {
+    const badge = document.getElementById(id);
     return badge ? Number(badge.dataset.count || 0) : 0;
   }
 
   function update() {
-    const now = count();
-    document.title = now ? `(${now}) ${base}` : base;
-    if (known !== null && now > known && "Notification" in window && Notification.permission === "granted") {
-      new Notification("A customer is waiting for a person", { body: `${now} waiting in Waypoint`, tag: "waypoint-waiting" });
+    let total = 0;
+    for (const [id, words] of Object.entries(BADGES)) {
+      const now = count(id);
+      total += now;
+      if (known[id] !== undefined && now > known[id] && "Notification" in window && Notification.permission === "granted") {
+        const [title, body] = words(now);
+        new Notification(title, { body, tag: `waypoint-${id}` });
+      }
+      known[id] = now;
     }
-    known = now;
+    document.title = total ? `(${total}) ${base}` : base;
   }
 
-  // Pages without a live fragment of their own (the list, assistants, keys…) ask for the count alone.
+  // Every page asks for the counts: the live pages' pushes bring only the waiting count.
   const COUNT_MS = 10000;
   async function pollCount() {
-    if (document.querySelector("[data-live-url]")) return;  // the queue and the inspector bring it with their pushes
     try {
       const response = await fetch(document.body.dataset.waitingUrl, { cache: "no-store", credentials: "same-origin" });
       if (response.status === 200) htmx.swap(document.body, await response.text(), { swapStyle: "none" });

@@ -83,3 +83,39 @@ def test_the_counts_alone_for_the_poll_and_an_unknown_view_said_in_words(dana, d
     assert fragment.lstrip().startswith('<nav id="views"') and "<table" not in fragment
     assert counts(fragment)["mine"] == "1"
     assert "view: unknown value &#x27;everything&#x27;" in unknown and len(listed(unknown)) == 4
+
+
+def badge(page: str, name: str) -> int:
+    return int(re.search(rf'id="{name}-count" class="count[^"]*" data-count="(\d+)"', page)[1])
+
+
+def test_a_customer_who_wrote_last_in_a_conversation_you_hold_raises_your_badge_until_you_reply(dana, desk, clock):
+    page = dana.get("/staff/assistants/").content.decode()
+    assert badge(page, "unanswered") == 1  # the customer wrote after Dana took it
+    assert "<title>(2) " in page  # one waiting for a person, one for Dana's reply
+
+    handoff.staff_message(conversation_id=desk["dana"], staff="staff:dana", text="On its way.", now=timezone.now())
+    polled = dana.get("/staff/waiting/", {"count": "1"}).content.decode()
+
+    assert badge(polled, "unanswered") == 0 and badge(polled, "waiting") == 1
+    assert 'id="unanswered-count" class="count none" data-count="0" hx-swap-oob="true"' in polled
+
+
+def test_quarantine_has_a_count_in_the_navigation(dana, quarantined):
+    quarantined()
+    page = dana.get("/staff/").content.decode()
+    polled = dana.get("/staff/waiting/", {"count": "1"}).content.decode()
+
+    assert badge(page, "quarantine") == 1 and badge(polled, "quarantine") == 1
+    assert "1<span class=\"visually-hidden\"> waiting for a decision</span>" in page
+
+
+def test_the_login_page_has_no_badges_and_no_count_in_its_title(desk):
+    from django.test import Client
+
+    page = Client().get("/staff/login/")
+
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert not text.split("<title>")[1].startswith("(")
+    assert 'id="unanswered-count"' not in text and 'name="password"' in text
