@@ -19,7 +19,9 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode
 
+from django.db import connection
 from django.db.models import Count, Exists, Max, OuterRef, Q, Subquery
+from django.db.models.expressions import RawSQL
 
 from apps.actions.models import ActionLog
 from apps.agent import tools
@@ -27,6 +29,7 @@ from apps.agent.handoff import available, control_of
 from apps.agent.models import Assistant
 from apps.conversations import queries as conversation_queries
 from apps.conversations.models import ChatMessage, Conversation, ConversationToken
+from apps.knowledge.passages import terms
 from apps.ledger import chain, replay
 from apps.ledger.identities import persona_name
 from apps.ledger.models import Event
@@ -220,10 +223,29 @@ def _search(q: str) -> Q:
             if parsed != value:
                 match |= Q(metadata__contains={key: parsed})
             return match
-    match = Q(metadata__icontains=q)
+    match = Q(metadata__icontains=q) | _said(q)
     if _ID_PREFIX.match(q):
         match |= Q(id__startswith=q.lower())
     return match
+
+
+def _said(q: str) -> Q:
+    """
+    The conversations in which one message holds every word of `q` that can decide (stemmed: "parcels" finds "parcel").
+
+    The same machinery as knowledge search: the words without stop words (`terms`), PostgreSQL
+    full-text search on `chat_messages.search`, SQLite FTS5 on `chat_message_fts` (migration 0005).
+    """
+    words = terms(q)
+    if not words:
+        return Q(pk__in=[])
+    if connection.vendor == "postgresql":
+        found = RawSQL("SELECT conversation_id FROM chat_messages WHERE search @@ plainto_tsquery('english', %s)",
+                       [" ".join(words)])
+    else:
+        found = RawSQL("SELECT conversation_id FROM chat_message_fts WHERE chat_message_fts MATCH %s",
+                       [" ".join(f'"{word}"' for word in words)])
+    return Q(id__in=found)
 
 
 def _in_view(view: str, me: str) -> Q:
