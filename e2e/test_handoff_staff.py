@@ -247,6 +247,13 @@ def test_a_customer_writing_in_a_conversation_you_hold_raises_your_badge_whereve
     sam.get_by_label("Reply to the customer as Sam").fill("Hi, Sam here. What happened?")
     sam.get_by_role("button", name="Send reply").click()
     expect(customer.locator(".message.staff").last).to_contain_text("Sam here", timeout=10_000)
+    # An internal note: in Sam's transcript, never on the customer's page.
+    sam.get_by_label("Internal note").fill("Reseller account: check the invoice first.")
+    sam.get_by_role("button", name="Add note").click()
+    expect(sam.locator("#transcript .message.note")).to_contain_text("Reseller account", timeout=10_000)
+    expect(sam.get_by_label("Internal note")).to_have_value("")
+    accessibility(sam)
+    screenshots(sam, "staff-internal-note")
     elsewhere = sam.context.new_page()
     elsewhere.add_init_script(RECORD_NOTIFICATIONS)
     elsewhere.goto(waypoint_server.url + "/staff/assistants/")
@@ -261,6 +268,8 @@ def test_a_customer_writing_in_a_conversation_you_hold_raises_your_badge_whereve
         {"title": "A customer wrote to you", "body": f"{before + 1} waiting for your reply in Waypoint"}]
     accessibility(elsewhere)
     screenshots(elsewhere, "staff-unanswered-badge")
+    expect(customer.get_by_role("log")).to_contain_text("My parcel is still missing.")
+    expect(customer.get_by_role("log")).not_to_contain_text("Reseller account")
     for page in (customer, sam):
         page.context.close()
 

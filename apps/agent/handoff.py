@@ -35,6 +35,7 @@ from apps.ledger.types import (
     HandoffRequested,
     HandoffTimedOut,
     StaffMessage,
+    StaffNote,
     TurnHandedOff,
 )
 from apps.runs.models import WorkflowLog
@@ -250,6 +251,25 @@ def staff_message(*, conversation_id: str, staff: str, text: Any, now: datetime)
         return {"id": message_id, "role": "staff", "text": text, "turn_id": "", "seq": recorded[-1].seq,
                 "created_at": recorded[-1].created_at,
                 "author": {"kind": "staff", "id": staff, "name": conversation.control_name or staff}}
+
+
+def staff_note(*, conversation_id: str, staff: str, name: Any = None, text: Any, now: datetime) -> dict[str, Any]:
+    """
+    An internal note by any staff member, whoever holds the conversation: for the staff only.
+
+    It is an entry of the log like every other (signed, replayed), in a store of its own that no
+    customer's state and no model request reads. Returns the note as the panel shows it.
+    :raises BadInput: no text, or too long
+    :raises ConversationIsCompleted: the conversation is read-only
+    """
+    staff, name = check_staff(staff, name)
+    conversation_actions.check_message(text)
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        note_id = conversation_actions.new_id("note")
+        _append(conversation, [StaffNote(note_id=note_id, text=text, staff=staff, name=name or staff.removeprefix("staff:"))],
+                actor=staff, now=now)
+        return {"id": note_id, "text": text, "staff": staff, "name": name}
 
 
 def _conflict(conversation: Conversation) -> ControlConflict:

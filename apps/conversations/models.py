@@ -85,6 +85,22 @@ class ControlChange(models.Model):
         indexes = [models.Index(fields=["conversation", "seq"], name="control_change_by_seq")]
 
 
+class StaffNote(models.Model):
+    """An internal note (`staff_note`): only the staff panel shows it; no customer state and no model history reads it."""
+
+    id = models.CharField(primary_key=True, max_length=40)
+    conversation = models.ForeignKey(Conversation, on_delete=models.PROTECT, related_name="staff_notes")
+    seq = models.PositiveIntegerField()
+    text = models.TextField()
+    staff = models.CharField(max_length=300)
+    name = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "staff_notes"
+        indexes = [models.Index(fields=["conversation", "seq"], name="staff_note_by_seq")]
+
+
 def token_expiry() -> datetime:
     """When a token issued now expires unless it is used (WAYPOINT_TOKEN_MAX_AGE_DAYS)."""
     return timezone.now() + timedelta(days=settings.WAYPOINT_TOKEN_MAX_AGE_DAYS)

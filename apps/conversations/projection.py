@@ -19,12 +19,14 @@ from apps.ledger.types import (
     HandoffTimedOut,
     ParticipantAdded,
     StaffMessage,
+    StaffNote,
     TurnComplete,
     TurnDispatched,
     TurnHandedOff,
 )
 
-projection = Projection({"conversations": ("id",), "chat_messages": ("id",), "control_changes": ("id",)})
+projection = Projection({"conversations": ("id",), "chat_messages": ("id",), "control_changes": ("id",),
+                         "staff_notes": ("id",)})
 
 
 def _message(at: Entry, *, message_id: str, role: str, text: str, author: str, author_name: str = "",
@@ -151,3 +153,12 @@ def _(event: CustomerMessage, at: Entry) -> Iterator[Change]:
 def _(event: StaffMessage, at: Entry) -> Iterator[Change]:
     yield Change("conversations", (at.conversation_id,), incr={"message_count": 1})
     yield _message(at, message_id=event.message_id, role="staff", text=event.text, author=event.staff, author_name=event.name)
+
+
+@projection.handles(StaffNote)
+def _(event: StaffNote, at: Entry) -> Iterator[Change]:
+    # A store of its own, not a message: every customer state and the model's history read chat_messages.
+    yield Change("staff_notes", (event.note_id,), create={
+        "id": event.note_id, "conversation_id": at.conversation_id, "seq": at.seq, "text": event.text,
+        "staff": event.staff, "name": event.name, "created_at": at.created_at,
+    })

@@ -340,6 +340,17 @@ class ControlReturned(EventKind):
     spelled: ClassVar[dict[str, str]] = {"from_": "from"}
 
 
+@_kind("staff_note")
+@dataclass(frozen=True)
+class StaffNote(EventKind):
+    """An internal note by a staff member: in the log and the staff panel, never shown to the customer nor read by the model."""
+
+    note_id: str
+    text: str
+    staff: str  # staff:<id>
+    name: str = ""
+
+
 @_kind("handoff_timed_out")
 @dataclass(frozen=True)
 class HandoffTimedOut(EventKind):

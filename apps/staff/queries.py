@@ -29,6 +29,7 @@ from apps.agent.handoff import available, control_of
 from apps.agent.models import Assistant
 from apps.conversations import queries as conversation_queries
 from apps.conversations.models import ChatMessage, Conversation, ConversationToken
+from apps.conversations.models import StaffNote as StaffNoteRow
 from apps.knowledge.passages import terms
 from apps.ledger import chain, replay
 from apps.ledger.identities import persona_name
@@ -61,6 +62,7 @@ from apps.ledger.types import (
     QuarantineSettled,
     QuestionResponse,
     StaffMessage,
+    StaffNote,
     TurnAmbiguous,
     TurnComplete,
     TurnDispatched,
@@ -533,6 +535,8 @@ def _summary(kind: str, payload: Any) -> str:
             return f"“{str(text)[:80]}” via {edge}, no run: the assistant is silent"
         case StaffMessage(text=text, name=name, staff=staff):
             return f"{name or staff}: “{str(text)[:80]}”"
+        case StaffNote(text=text, name=name, staff=staff):
+            return f"internal note by {name or staff}: “{str(text)[:80]}”"
     return ""
 
 
@@ -692,11 +696,12 @@ def inspect_conversation(conversation_id: str, *, live: bool = False, since: int
     usage = ToolUsageLog.objects.filter(conversation_id=cid)
     action_logs = ActionLog.objects.filter(conversation_id=cid)
     messages = ChatMessage.objects.filter(conversation_id=cid)
+    notes = StaffNoteRow.objects.filter(conversation_id=cid)
     latest = runs.order_by("-dispatched_seq").first()
     if since is not None:
         touched = _touched(read)
         runs, usage, action_logs = runs.filter(touched), usage.filter(touched), action_logs.filter(touched)
-        messages = messages.filter(seq__gt=since)
+        messages, notes = messages.filter(seq__gt=since), notes.filter(seq__gt=since)
     runs = list(runs.order_by("dispatched_seq"))
     usage = list(usage.order_by("requested_at", "id"))
     action_logs = list(action_logs.order_by("started_at", "id"))
@@ -713,7 +718,7 @@ def inspect_conversation(conversation_id: str, *, live: bool = False, since: int
         "since": since,
         "last_run": last_run(latest.status if latest else None, bool(latest and latest.quarantined)),
         "metadata_text": _pretty(conversation.metadata),
-        "messages": list(messages.order_by("seq")),
+        "messages": _with_notes(list(messages.order_by("seq")), list(notes.order_by("seq"))),
         "timeline": entries,
         "verification": checked,
         "runs": runs,
@@ -733,6 +738,13 @@ def inspect_conversation(conversation_id: str, *, live: bool = False, since: int
         "handoff_enabled": available(conversation.assistant.config),
         "waiting_count": waiting_count(),
     }
+
+
+def _with_notes(messages: list[ChatMessage], notes: list) -> list:
+    """The transcript as the staff see it: the messages and, where they were written, the internal notes (`role` "note")."""
+    for note in notes:
+        note.role = "note"
+    return sorted([*messages, *notes], key=lambda item: item.seq)
 
 
 def _touched(entries: list[chain.StoredEntry]) -> Q:

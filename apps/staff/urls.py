@@ -18,6 +18,7 @@ urlpatterns = [
     path("conversations/<uuid:conversation_id>/reply", views.send_reply, name="send_reply"),
     path("conversations/<uuid:conversation_id>/hand-back", views.hand_back, name="hand_back"),
     path("conversations/<uuid:conversation_id>/hand-to", views.hand_to, name="hand_to"),
+    path("conversations/<uuid:conversation_id>/notes", views.add_note, name="add_note"),
     path("waiting/", views.waiting, name="waiting"),
     path("quarantine/", views.quarantine, name="quarantine"),
     path("quarantine/<str:run_id>/resolve", views.resolve, name="resolve"),

@@ -266,6 +266,15 @@ def hand_back(request: HttpRequest, conversation_id) -> HttpResponse:
 
 @staff_only
 @require_POST
+def add_note(request: HttpRequest, conversation_id) -> HttpResponse:
+    """An internal note by any staff member: in the log and this panel, never to the customer or the model."""
+    return _change_control(request, conversation_id,
+                           partial(handoff.staff_note, name=actions.staff_name(request.user), text=request.POST.get("text", "")),
+                           refused="Your note was not added:", done="Note added.")
+
+
+@staff_only
+@require_POST
 def hand_to(request: HttpRequest, conversation_id) -> HttpResponse:
     """Hand the conversation to a named colleague (`to`), who then holds it: by its holder, or while nobody holds it."""
     named = {person["id"]: person["name"] for person in actions.colleagues()}

@@ -35,7 +35,7 @@ BY_KIND: dict[str, tuple[str, dict[str, str]]] = {
 SILENT = frozenset({
     "turn_dispatched", "ingress_directive", "model_round", "action_started", "action_finished", "client_result_accepted",
     "approval_response", "question_response", "completion_requested", "turn_expired", "turn_superseded", "turn_retried",
-    "quarantine_resolved", "quarantine_settled", "turn_handed_off", "customer_message", "staff_message", "repair",
+    "quarantine_resolved", "quarantine_settled", "turn_handed_off", "customer_message", "staff_message", "staff_note", "repair",
     "participant_added", "participant_removed", "participant_token_issued", "memory_remembered", "memory_cleared",
     "artifact_created", "artifact_acknowledged", "conversation_closed", "conversation_reopened",
 })

@@ -59,6 +59,17 @@
     }
   });
 
+  // A form sends the head the page shows now (pushes move it on after the form was drawn), so its
+  // answer brings only what came after; a note's form is emptied once its note is in.
+  document.addEventListener("htmx:configRequest", (event) => {
+    const summary = document.getElementById("summary");
+    if (summary && event.detail.parameters.shown !== undefined) event.detail.parameters.shown = summary.dataset.shown || "";
+  });
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const form = event.detail.elt;
+    if (event.detail.successful && form.classList && form.classList.contains("note-form")) form.reset();
+  });
+
   // A push re-renders #control: a "Take over from …" confirmation someone has open stays open while
   // the same colleague holds the conversation.
   let rescuing = null;
