@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.ledger.identities import persona_name
+
 TYPES = (
     "conversation.started", "turn.completed", "approval.requested", "client_action.requested",
     "question.requested", "run.failed", "turn.quarantined", "conversation.completed",
-    "handoff.requested", "handoff.accepted", "handoff.returned", "handoff.timed_out", "webhook.test",
+    "handoff.requested", "handoff.accepted", "handoff.returned", "handoff.timed_out", "message.created", "webhook.test",
 )
 
 # log kind -> (event type, the payload fields it carries: payload name -> data name)
@@ -66,3 +68,43 @@ def changes_control(kind: str) -> bool:
     """Whether entries of this kind announce a change of control (and carry `control`)."""
     found = BY_KIND.get(kind)
     return found is not None and found[0].startswith("handoff.")
+
+
+# log kind -> (its message id field, its text field, who wrote it): the entries that add a message
+# to the transcript, each of which also announces `message.created`, so a backend can mirror the
+# conversation (a handed-off one included) message by message. A continuation or an empty reply adds none.
+MESSAGES: dict[str, tuple[str, str, str]] = {
+    "turn_dispatched": ("message_id", "text", "customer"),
+    "customer_message": ("message_id", "text", "customer"),
+    "turn_complete": ("message_id", "text", "assistant"),
+    "turn_handed_off": ("message_id", "reply", "assistant"),
+    "staff_message": ("message_id", "text", "staff"),
+}
+ROLES = {"customer": "user", "assistant": "assistant", "staff": "staff"}
+
+
+def message_created(kind: str, turn_id: str, payload: dict[str, Any], assistant: dict[str, str]) -> dict[str, Any] | None:
+    """
+    The data of the `message.created` event an entry announces besides its own, or None.
+
+    `message` is the message as the state's `messages` has it: `id`, `role`, `text` and `author`
+    (`{kind, id, name}`; `assistant` is the conversation's assistant as an author).
+    """
+    found = MESSAGES.get(kind)
+    if found is None or payload.get("continuation"):
+        return None
+    id_field, text_field, who = found
+    message_id, text = payload.get(id_field), payload.get(text_field)
+    if not message_id or not text:
+        return None
+    if who == "assistant":
+        author = assistant
+    elif who == "staff":
+        author = {"kind": "staff", "id": payload["staff"], "name": payload.get("name") or persona_name(payload["staff"])}
+    else:
+        caller = payload.get("caller", "")
+        author = {"kind": "customer", "id": caller, "name": persona_name(caller) if caller else ""}
+    data: dict[str, Any] = {"turn_id": turn_id} if turn_id else {}
+    data["message"] = {"id": message_id, "role": ROLES[who], "text": text, "author": author}
+    return data
+

@@ -21,24 +21,37 @@ from apps.ledger import sql, store
 from apps.ledger.projection import projector
 from apps.ledger.types import Recorded
 from apps.webhooks import delivery
-from apps.webhooks.events import announced, changes_control
+from apps.webhooks.events import MESSAGES, announced, changes_control, message_created
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 
 
 def announce(conversation_id: str, recorded: list[Recorded]) -> list[tuple[str, list[Any]]]:
     statements = []
     controls = _controls(conversation_id, recorded)
+    assistant = _assistant(conversation_id, recorded)
     for rec in recorded:
         found = announced(rec.kind, rec.turn_id, rec.payload, controls.get(rec.seq))
-        if found is None:
-            continue
-        type_, data = found
-        statements.append(_insert(conversation_id, rec, type_, data))
+        if found is not None:
+            type_, data = found
+            statements.append(_insert(conversation_id, rec, type_, data))
+        message = message_created(rec.kind, rec.turn_id, rec.payload, assistant)
+        if message is not None:
+            statements.append(_insert(conversation_id, rec, "message.created", message, also="message_"))
     if statements and connection.vendor != "postgresql":
         # PostgreSQL wakes every process's dispatcher itself (a trigger's NOTIFY at commit); the
         # embedded default is one process, woken here once the append commits.
         transaction.on_commit(delivery.wake)
     return statements
+
+
+def _assistant(conversation_id: str, recorded: list[Recorded]) -> dict[str, str]:
+    """The conversation's assistant as a message's author (as the state names it), read only when an entry of the append is its message."""
+    author = {"kind": "assistant", "id": "", "name": ""}
+    if any(MESSAGES.get(rec.kind, ("", "", ""))[2] == "assistant" for rec in recorded):
+        row = Conversation.objects.filter(id=conversation_id).values_list("assistant_id", "assistant__name").first()
+        if row is not None:
+            author.update(id=f"assistant:{row[0]}", name=row[1])
+    return author
 
 
 def _controls(conversation_id: str, recorded: list[Recorded]) -> dict[int, dict[str, Any]]:
@@ -64,11 +77,12 @@ def _controls(conversation_id: str, recorded: list[Recorded]) -> dict[int, dict[
     return controls
 
 
-def _insert(conversation_id: str, rec: Recorded, type_: str, data: dict[str, Any]) -> tuple[str, list[Any]]:
+def _insert(conversation_id: str, rec: Recorded, type_: str, data: dict[str, Any], *, also: str = "") -> tuple[str, list[Any]]:
+    """`also`: for an event an entry announces besides its own (`message.created`), what sets its webhook-id apart."""
     d, e, c = sql.table(WebhookDelivery), sql.table(WebhookEndpoint), sql.table(Conversation)
     at = datetime.fromisoformat(rec.created_at)
-    # One webhook-id per entry and endpoint, the same however often it is sent.
-    prefix = f"msg_{conversation_id.replace('-', '')}_{rec.seq}_"
+    # One webhook-id per entry, event and endpoint, the same however often it is sent.
+    prefix = f"msg_{conversation_id.replace('-', '')}_{rec.seq}_{also}"
     columns = ", ".join(d.column(n) for n in (
         "webhook_id", "endpoint", "type", "conversation_id", "assistant", "seq", "timestamp", "data",
         "status", "attempts", "last_response", "next_attempt_at", "created_at",

@@ -91,7 +91,7 @@ def test_two_servers_share_the_outbox_and_send_each_event_once(database):
         probe.run(database, "lab", config=CHATTY, conversations=12, message="hello")
         rows = Rows(database.url)
         expected = {r["webhook_id"] for r in outbox(rows)}
-        assert len(expected) == 24  # conversation.started and turn.completed of each
+        assert len(expected) == 48  # conversation.started, turn.completed and their two messages' message.created, of each
 
         servers = [DaphneServer(database, env={**QUICK, "WAYPOINT_WEBHOOK_WORKERS": "3"}) for _ in range(2)]
         for server in servers:

@@ -42,9 +42,10 @@ def test_every_announced_entry_has_a_delivery_per_subscribed_endpoint(start, rec
     cid = started["conversation_id"]
     kinds = list(Event.objects.filter(conversation_id=cid).order_by("seq").values_list("kind", "seq"))
     expected = [(BY_KIND[k][0], seq) for k, seq in kinds if k in BY_KIND]
-    mine = WebhookDelivery.objects.filter(endpoint=everything).order_by("seq")
-    assert [(d.type, d.seq) for d in mine] == expected
-    assert [d.type for d in mine] == ["conversation.started", "turn.completed"]
+    expected += [("message.created", seq) for k, seq in kinds if k in ("turn_dispatched", "turn_complete")]
+    mine = WebhookDelivery.objects.filter(endpoint=everything).order_by("seq", "type")
+    assert sorted((d.type, d.seq) for d in mine) == sorted(expected)
+    assert [d.type for d in mine] == ["conversation.started", "message.created", "message.created", "turn.completed"]
     assert [d.type for d in WebhookDelivery.objects.filter(endpoint=replies)] == ["turn.completed"]
     assert all(d.assistant == str(Conversation.objects.get(pk=cid).assistant_id) for d in mine)
 
@@ -133,7 +134,8 @@ def test_gone_disables_the_endpoint(start, receiver):
 
     endpoint.refresh_from_db()
     assert not endpoint.enabled
-    assert WebhookDelivery.objects.filter(status="failed").count() == 2
+    # conversation.started, turn.completed and the two messages' message.created
+    assert WebhookDelivery.objects.filter(status="failed").count() == WebhookDelivery.objects.count() == 4
     start("again")
     assert WebhookDelivery.objects.filter(status="pending").count() == 0
 
@@ -159,7 +161,7 @@ def test_a_private_address_is_refused_at_sending_when_not_allowed(start, receive
 
 
 def test_every_type_of_the_table_is_a_contract_type():
-    assert {t for t, _ in BY_KIND.values()} | {"webhook.test"} == set(TYPES)
+    assert {t for t, _ in BY_KIND.values()} | {"message.created", "webhook.test"} == set(TYPES)
     body = json.loads(delivery.envelope(WebhookDelivery(type="webhook.test", timestamp="t", data="{}", seq=0)))
     assert body.keys() == {"type", "timestamp", "data"} and {"conversation_id", "assistant", "seq"} <= body["data"].keys()
 
@@ -192,3 +194,33 @@ def test_each_change_of_control_is_announced_with_the_control_after_it(start, ma
     assert events[2]["data"]["note"] == "sorted"
     assert events[4]["data"]["reason"] == "No one is free right now; I'll keep helping."
     assert all(e["data"]["conversation_id"] == cid for e in events)
+
+
+@private
+def test_every_message_is_announced_with_its_author_so_a_backend_can_mirror_the_chat(start, make_assistant, receiver, clock):
+    from apps.agent import actions, handoff
+
+    endpoint = endpoints.create(url=receiver.url, events=["message.created"])
+    assistant = make_assistant(handoff={"enabled": True})
+    cid = start("hello there", assistant=assistant)["conversation_id"]
+    handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=timezone.now())
+    actions.start_turn(conversation_id=cid, message="Hello?", persona="guest:alice", edge="api", now=clock())
+    handoff.staff_message(conversation_id=cid, staff="staff:dana", text="Dana here: it ships today.", now=timezone.now())
+    handoff.staff_note(conversation_id=cid, staff="staff:dana", name="Dana", text="internal only", now=timezone.now())
+
+    while delivery.deliver_due():
+        pass
+
+    events = sorted((Webhook(endpoint.secret).verify(d["body"], {k.lower(): v for k, v in d["headers"].items()})
+                     for d in receiver.deliveries), key=lambda e: e["data"]["seq"])  # delivery keeps no order
+    assert {e["type"] for e in events} == {"message.created"}
+    said = [(e["data"]["message"]["role"], e["data"]["message"]["author"]["kind"], e["data"]["message"]["text"]) for e in events]
+    reply = Conversation.objects.get(pk=cid).messages.get(role="assistant").text
+    assert said == [("user", "customer", "hello there"), ("assistant", "assistant", reply),
+                    ("user", "customer", "Hello?"), ("staff", "staff", "Dana here: it ships today.")]
+    assert events[1]["data"]["message"]["author"] == {"kind": "assistant", "id": f"assistant:{assistant.id}", "name": assistant.name}
+    assert events[3]["data"]["message"]["author"] == {"kind": "staff", "id": "staff:dana", "name": "Dana"}
+    state_messages = {m.id for m in Conversation.objects.get(pk=cid).messages.all()}
+    assert {e["data"]["message"]["id"] for e in events} == state_messages
+    assert len({d.webhook_id for d in WebhookDelivery.objects.filter(endpoint=endpoint)}) == 4
+
