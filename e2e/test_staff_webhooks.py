@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from standardwebhooks.webhooks import Webhook
 
 from tests.fakes.receiver import Receiver
 from tests.process import probe
@@ -36,7 +37,7 @@ def test_staff_see_deliveries_resend_one_and_disable_an_endpoint(browser, waypoi
     expect(page.get_by_role("heading", name="Webhooks", exact=True)).to_be_visible()
     row = page.locator("tbody tr").first
     expect(row).to_contain_text("turn.completed")
-    expect(row).to_contain_text("pending")
+    expect(row).to_contain_text("retrying")  # failed once, to be tried again: not a fresh delivery
     expect(row).to_contain_text("500")
     expect(row).to_contain_text('{"refund_id"')  # the answer's first bytes
     accessibility(page)
@@ -60,3 +61,39 @@ def test_staff_see_deliveries_resend_one_and_disable_an_endpoint(browser, waypoi
     page.get_by_role("button", name=f"Enable {receiver.url}").click()
     expect(page.locator(".webhook-endpoint .badge").first).to_have_text("enabled")
     page.close()
+
+
+def test_staff_add_an_endpoint_see_its_secret_once_and_send_it_a_test(browser, waypoint_server, screenshots, accessibility):
+    database = waypoint_server.database
+    database.manage("shell", "-c", "from django.contrib.auth import get_user_model; "
+                    f"get_user_model().objects.create_superuser('hooks2', 'hooks2@example.com', {PASSWORD!r})")
+    with Receiver() as receiver:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(waypoint_server.url + "/staff/webhooks/")
+        page.get_by_label("Username").fill("hooks2")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.get_by_text("Add an endpoint").click()
+        page.get_by_label("URL").fill(receiver.url + "/mirror")
+        page.get_by_label("message.created").check()
+        accessibility(page)
+        screenshots(page, "staff-webhooks-add")
+        page.get_by_role("button", name="Add endpoint").click()
+
+        secret = page.locator("#new-secret").inner_text()
+        assert secret.startswith("whsec_")
+        expect(page.get_by_role("status")).to_contain_text("Copy it now: it is not shown again.")
+        screenshots(page, "staff-webhooks-secret")
+        page.get_by_role("button", name=f"Send test to {receiver.url}/mirror").click()
+        expect(page.locator(".flash")).to_contain_text("webhook.test")
+        wait_for(lambda: any(d["path"].endswith("/mirror") for d in receiver.deliveries), timeout=20, what="the test event")
+        sent = next(d for d in receiver.deliveries if d["path"].endswith("/mirror"))
+        event = Webhook(secret).verify(sent["body"], {k.lower(): v for k, v in sent["headers"].items()})
+        assert event["type"] == "webhook.test"
+        # The page shows the delivery by itself once it is sent (it polls), and the secret never again.
+        expect(page.locator(f"section:has(h2:text-is('{receiver.url}/mirror')) tbody tr").first).to_contain_text("delivered",
+                                                                                                             timeout=15_000)
+        page.reload()
+        expect(page.locator("#new-secret")).to_have_count(0)
+        assert secret not in page.content()
+        page.close()

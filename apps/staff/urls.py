@@ -33,4 +33,6 @@ urlpatterns = [
     path("webhooks/", webhook_views.webhooks, name="webhooks"),
     path("webhooks/deliveries/<int:delivery_id>/resend", webhook_views.resend, name="webhook_resend"),
     path("webhooks/<uuid:endpoint_id>/enabled", webhook_views.toggle, name="webhook_enabled"),
+    path("webhooks/<uuid:endpoint_id>/test", webhook_views.send_test, name="webhook_test"),
+    path("webhooks/<uuid:endpoint_id>/delete", webhook_views.delete, name="webhook_delete"),
 ]
