@@ -70,6 +70,23 @@ def control_of(conversation: Conversation) -> dict[str, Any]:
     return control({name: getattr(conversation, name) for name in CONTROL_FIELDS})
 
 
+def control_words(kind: str, *, name: str, text: str, unavailable_message: str) -> str:
+    """
+    A change of control in the customer's words ("Dana joined"): the transcript's line on the
+    customer's page, and the same line in the staff panel's transcript.
+
+    A fact of the past, true whatever came after (a time-out, a take-over); the waiting words
+    (`queued_message`) are shown under the composer only while the request waits.
+    """
+    name = name or "A person"
+    return {
+        "handoff_requested": "A person was asked to join",
+        "control_taken": f"{name} joined",
+        "control_returned": f"{name} handed you back to the assistant",
+        "handoff_timed_out": text or unavailable_message,
+    }[kind]
+
+
 def available(config: dict[str, Any]) -> bool:
     """Whether the assistant lets a conversation be handed to a person (`handoff.enabled`)."""
     return bool(handoff_settings(config)["enabled"])

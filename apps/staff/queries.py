@@ -25,10 +25,10 @@ from django.db.models.expressions import RawSQL
 
 from apps.actions.models import ActionLog
 from apps.agent import tools
-from apps.agent.handoff import available, control_of
+from apps.agent.handoff import available, control_of, control_words, handoff_settings
 from apps.agent.models import Assistant
 from apps.conversations import queries as conversation_queries
-from apps.conversations.models import ChatMessage, Conversation, ConversationToken
+from apps.conversations.models import ChatMessage, ControlChange, Conversation, ConversationToken
 from apps.conversations.models import StaffNote as StaffNoteRow
 from apps.knowledge.passages import terms
 from apps.ledger import chain, replay
@@ -697,11 +697,12 @@ def inspect_conversation(conversation_id: str, *, live: bool = False, since: int
     action_logs = ActionLog.objects.filter(conversation_id=cid)
     messages = ChatMessage.objects.filter(conversation_id=cid)
     notes = StaffNoteRow.objects.filter(conversation_id=cid)
+    changes = ControlChange.objects.filter(conversation_id=cid)
     latest = runs.order_by("-dispatched_seq").first()
     if since is not None:
         touched = _touched(read)
         runs, usage, action_logs = runs.filter(touched), usage.filter(touched), action_logs.filter(touched)
-        messages, notes = messages.filter(seq__gt=since), notes.filter(seq__gt=since)
+        messages, notes, changes = messages.filter(seq__gt=since), notes.filter(seq__gt=since), changes.filter(seq__gt=since)
     runs = list(runs.order_by("dispatched_seq"))
     usage = list(usage.order_by("requested_at", "id"))
     action_logs = list(action_logs.order_by("started_at", "id"))
@@ -718,7 +719,8 @@ def inspect_conversation(conversation_id: str, *, live: bool = False, since: int
         "since": since,
         "last_run": last_run(latest.status if latest else None, bool(latest and latest.quarantined)),
         "metadata_text": _pretty(conversation.metadata),
-        "messages": _with_notes(list(messages.order_by("seq")), list(notes.order_by("seq"))),
+        "messages": _transcript(conversation, list(messages.order_by("seq")), list(notes.order_by("seq")),
+                                list(changes.order_by("seq"))),
         "timeline": entries,
         "verification": checked,
         "runs": runs,
@@ -740,11 +742,18 @@ def inspect_conversation(conversation_id: str, *, live: bool = False, since: int
     }
 
 
-def _with_notes(messages: list[ChatMessage], notes: list) -> list:
-    """The transcript as the staff see it: the messages and, where they were written, the internal notes (`role` "note")."""
+def _transcript(conversation: Conversation, messages: list[ChatMessage], notes: list, changes: list[ControlChange]) -> list:
+    """
+    The transcript as the staff see it: the messages and, where the log has them, the internal
+    notes (`role` "note") and the changes of control in the customer's words (`role` "control": "Dana joined").
+    """
     for note in notes:
         note.role = "note"
-    return sorted([*messages, *notes], key=lambda item: item.seq)
+    unavailable = handoff_settings(conversation.assistant.config)["unavailable_message"]
+    for change in changes:
+        change.role = "control"
+        change.words = control_words(change.kind, name=change.name, text=change.text, unavailable_message=unavailable)
+    return sorted([*messages, *notes, *changes], key=lambda item: item.seq)
 
 
 def _touched(entries: list[chain.StoredEntry]) -> Q:

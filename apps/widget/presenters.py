@@ -15,6 +15,7 @@ from markdown_it import MarkdownIt
 
 from apps.agent import tools
 from apps.agent.config import handoff_settings
+from apps.agent.handoff import control_words
 from apps.agent.state import conversation_state
 from apps.agent.tools import DECLINED, date_bounds
 from apps.ledger.identities import persona_name
@@ -307,17 +308,10 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
 
 def control_line(change: dict[str, Any], handoff: dict[str, Any]) -> dict[str, Any]:
     """A change of control as the transcript's system line ("Dana joined"), where the log has it."""
-    name = change["staff"]["name"] if change["staff"] else "A person"
-    text, detail = {
-        # A fact of the past, true whatever came after (a time-out, a take-over); the waiting words
-        # (`queued_message`) are shown under the composer only while the request waits.
-        "handoff_requested": ("A person was asked to join", ""),
-        "control_taken": (f"{name} joined", ""),
-        "control_returned": (f"{name} handed you back to the assistant", ""),
-        "handoff_timed_out": (change["text"] or handoff["unavailable_message"], ""),
-    }[change["kind"]]
+    text = control_words(change["kind"], name=change["staff"]["name"] if change["staff"] else "", text=change["text"],
+                         unavailable_message=handoff["unavailable_message"])
     return {"block": "control", "seq": change["seq"], "kind": change["kind"], "dom_id": f"control-{change['seq']}",
-            "text": text, "detail": detail}
+            "text": text, "detail": ""}
 
 
 def digest(*shown: Any) -> str:

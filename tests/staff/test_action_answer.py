@@ -66,7 +66,9 @@ def test_take_over_answers_with_the_new_entries_and_messages_only(dana, long_que
     added = head(long_queued) - before
     assert before > 60 and added >= 1
     assert re.findall(r'<tr id="event-(\d+)"', answer) == [str(seq) for seq in range(before + 1, head(long_queued) + 1)]
-    assert 'id="message-' not in answer  # taking over says nothing to the customer
+    # Taking over says nothing to the customer: the transcript gains only its line, in the customer's words.
+    assert re.findall(r'<li id="message-([^"]+)"', answer) == [f"control-{head(long_queued)}"]
+    assert "Dana joined" in answer
     # The new entries, and the last one verified before them, which the verification checks again.
     assert sum(entries_read) <= 2 * added + 1
     assert f"✓ {head(long_queued)} entries verify" in answer

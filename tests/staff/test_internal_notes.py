@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.utils import timezone
 
@@ -66,3 +68,17 @@ def test_an_empty_note_is_refused_in_words_and_writes_nothing(conversation):
     assert len(store.read(conversation)) == before
     with pytest.raises(BadInput):
         handoff.staff_note(conversation_id=conversation, staff="dana", text=NOTE, now=timezone.now())
+
+
+def test_the_staff_transcript_shows_each_change_of_control_in_the_customers_words(conversation):
+    dana = staff_client("dana", "Dana")
+    handoff.request_handoff(conversation_id=conversation, source="customer", requested_by="guest:alice", now=timezone.now())
+    handoff.take_control(conversation_id=conversation, staff="staff:dana", name="Dana", now=timezone.now())
+    handoff.return_control(conversation_id=conversation, staff="staff:dana", now=timezone.now())
+
+    page = dana.get(f"/staff/conversations/{conversation}/").content.decode()
+    transcript = page.split('<ol id="transcript-messages"')[1].split("</ol>")[0]
+
+    lines = re.findall(r'class="message control"><span>([^<]+)</span>', transcript)
+    assert lines == ["A person was asked to join", "Dana joined", "Dana handed you back to the assistant"]
+    assert transcript.index("Where is my parcel?") < transcript.index("A person was asked to join")
