@@ -56,9 +56,7 @@ def resend(request: HttpRequest, delivery_id: int) -> HttpResponse:
 @staff_only
 @require_POST
 def toggle(request: HttpRequest, endpoint_id) -> HttpResponse:
-    endpoint = endpoints.find(str(endpoint_id))
-    if endpoint is None:
-        raise Http404("no such endpoint")
+    endpoint = _endpoint(endpoint_id)
     enable = request.POST.get("enabled") == "1"
     endpoints.set_enabled(endpoint, enable)
     messages.success(request, f"{endpoint.url} is {'enabled' if enable else 'disabled'}.")
@@ -68,9 +66,7 @@ def toggle(request: HttpRequest, endpoint_id) -> HttpResponse:
 @staff_only
 @require_POST
 def send_test(request: HttpRequest, endpoint_id) -> HttpResponse:
-    endpoint = endpoints.find(str(endpoint_id))
-    if endpoint is None:
-        raise Http404("no such endpoint")
+    endpoint = _endpoint(endpoint_id)
     made = endpoints.send_test(endpoint)
     messages.success(request, f"A webhook.test event ({made.webhook_id}) is on its way to {endpoint.url}.")
     return redirect("staff:webhooks")
@@ -79,10 +75,16 @@ def send_test(request: HttpRequest, endpoint_id) -> HttpResponse:
 @staff_only
 @require_POST
 def delete(request: HttpRequest, endpoint_id) -> HttpResponse:
-    endpoint = endpoints.find(str(endpoint_id))
-    if endpoint is None:
-        raise Http404("no such endpoint")
+    endpoint = _endpoint(endpoint_id)
     endpoints.delete(endpoint)
     messages.success(request, f"{endpoint.url} is deleted: nothing more is sent to it.")
     return redirect("staff:webhooks")
+
+
+def _endpoint(endpoint_id):
+    """The live endpoint of a URL. :raises Http404: none (or a deleted one)"""
+    endpoint = endpoints.find(str(endpoint_id))
+    if endpoint is None:
+        raise Http404("no such endpoint")
+    return endpoint
 
