@@ -179,7 +179,7 @@ def take_control(*, conversation_id: str, staff: str, name: Any = None, reason: 
     reason = _reason(reason)
     with transaction.atomic():
         conversation = _locked(conversation_id)
-        held_by = conversation.control_staff if conversation.control_mode == "human" else ""
+        held_by = _held_by(conversation)
         if held_by == staff:
             return control_of(conversation)
         if held_by and held_by != from_:
@@ -205,7 +205,7 @@ def assign_control(*, conversation_id: str, staff: str, to: Any, to_name: Any = 
     from_ = _colleague(from_)
     with transaction.atomic():
         conversation = _locked(conversation_id)
-        held_by = conversation.control_staff if conversation.control_mode == "human" else ""
+        held_by = _held_by(conversation)
         if held_by == to:
             return control_of(conversation)
         if held_by and held_by not in (staff, from_):
@@ -233,7 +233,7 @@ def return_control(*, conversation_id: str, staff: str, name: Any = None, note: 
         conversation = _locked(conversation_id)
         if conversation.control_mode == "agent":
             raise ControlConflict("The assistant has this conversation already.", holder=None)
-        held_by = conversation.control_staff if conversation.control_mode == "human" else ""
+        held_by = _held_by(conversation)
         if held_by and held_by not in (staff, from_):
             raise _conflict(conversation)
         # The holder is named as the customer knew them, unless they give another name now.
@@ -241,6 +241,11 @@ def return_control(*, conversation_id: str, staff: str, name: Any = None, note: 
         _append(conversation, [ControlReturned(staff=staff, name=name, note=note, from_=None if held_by in ("", staff) else held_by)],
                 actor=staff, now=now)
         return control_of(_fresh(conversation))
+
+
+def _held_by(conversation: Conversation) -> str:
+    """The staff persona who holds the conversation, or "" while the agent has it or it waits for a person."""
+    return conversation.control_staff if conversation.control_mode == "human" else ""
 
 
 def _colleague(from_: Any) -> str:
@@ -259,7 +264,7 @@ def staff_message(*, conversation_id: str, staff: str, text: Any, now: datetime)
     conversation_actions.check_message(text)
     with transaction.atomic():
         conversation = _locked(conversation_id)
-        if conversation.control_mode != "human" or conversation.control_staff != staff:
+        if _held_by(conversation) != staff:
             raise _conflict(conversation)
         message_id = conversation_actions.new_id("msg")
         event = StaffMessage(message_id=message_id, text=text, staff=staff, name=conversation.control_name)

@@ -698,12 +698,14 @@ def inspect_conversation(conversation_id: str, *, live: bool = False, since: int
     messages = ChatMessage.objects.filter(conversation_id=cid)
     notes = StaffNoteRow.objects.filter(conversation_id=cid)
     changes = ControlChange.objects.filter(conversation_id=cid)
-    latest = runs.order_by("-dispatched_seq").first()
     if since is not None:
         touched = _touched(read)
         runs, usage, action_logs = runs.filter(touched), usage.filter(touched), action_logs.filter(touched)
         messages, notes, changes = messages.filter(seq__gt=since), notes.filter(seq__gt=since), changes.filter(seq__gt=since)
     runs = list(runs.order_by("dispatched_seq"))
+    # The latest run: the last of the list when it is whole, else read for itself.
+    latest = (runs[-1] if runs else None) if since is None else \
+        WorkflowLog.objects.filter(conversation_id=cid).order_by("-dispatched_seq").first()
     usage = list(usage.order_by("requested_at", "id"))
     action_logs = list(action_logs.order_by("started_at", "id"))
     by_name = {t["name"]: t for t in conversation.assistant.config.get("tools", [])}
