@@ -27,6 +27,45 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+HTMX = {"HX-Request": "true"}  # what htmx sends with each of its requests
+
+
+def logged_in_staff(username: str, first_name: str = ""):
+    """A test client logged in as a new staff member, `first_name` the name customers see."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    user = get_user_model().objects.create_user(username, f"{username}@example.com", "pw", is_staff=True,
+                                                first_name=first_name)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def dana():
+    return logged_in_staff("dana", "Dana")
+
+
+@pytest.fixture
+def sam():
+    return logged_in_staff("sam", "Sam")
+
+
+@pytest.fixture
+def long_queued(start, make_assistant, clock):
+    """A conversation of some eighty entries and fifty messages whose customer asked for a person."""
+    from django.utils import timezone
+
+    from apps.agent import actions, handoff
+
+    cid = start("hello", assistant=make_assistant(handoff={"enabled": True}))["conversation_id"]
+    for n in range(25):
+        actions.start_turn(conversation_id=cid, message=f"message {n}", persona="guest:alice", edge="api", now=clock())
+    handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", now=timezone.now())
+    return cid
+
+
 @pytest.fixture
 def staff_user(db, django_user_model):
     return django_user_model.objects.create_user(username="ops", password="a long staff password", is_staff=True)

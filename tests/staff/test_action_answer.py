@@ -10,26 +10,9 @@ from django.utils import timezone
 from apps.agent import actions, handoff
 from apps.conversations.models import Conversation
 from apps.ledger import replay
-from tests.staff.test_handoff_panel import staff_client
+from tests.staff.conftest import HTMX
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
-
-HTMX = {"HX-Request": "true"}
-
-
-@pytest.fixture
-def dana():
-    return staff_client("dana", "Dana")
-
-
-@pytest.fixture
-def long_queued(start, make_assistant, clock):
-    """A conversation of some eighty entries and fifty messages whose customer asked for a person."""
-    cid = start("hello", assistant=make_assistant(handoff={"enabled": True}))["conversation_id"]
-    for n in range(25):
-        actions.start_turn(conversation_id=cid, message=f"message {n}", persona="guest:alice", edge="api", now=clock())
-    handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", now=timezone.now())
-    return cid
 
 
 @pytest.fixture

@@ -16,24 +16,6 @@ from tests.conftest import SUPPORT_CONFIG
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
-def staff_client(username: str, first_name: str = "") -> Client:
-    user = get_user_model().objects.create_user(username, f"{username}@example.com", "pw", is_staff=True,
-                                                first_name=first_name)
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def dana():
-    return staff_client("dana", "Dana")
-
-
-@pytest.fixture
-def sam():
-    return staff_client("sam", "Sam")
-
-
 @pytest.fixture
 def queued(start, make_assistant):
     """A conversation whose customer asked for a person."""

@@ -14,11 +14,9 @@ from apps.conversations import queries
 from apps.conversations.errors import BadInput
 from apps.ledger import store
 from apps.ledger.replay import replay, verify
-from tests.staff.test_handoff_panel import staff_client
+from tests.staff.conftest import HTMX, logged_in_staff
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
-
-HTMX = {"HX-Request": "true"}
 NOTE = "Customer is a reseller: check the invoice first."
 
 
@@ -28,7 +26,7 @@ def conversation(start, make_assistant):
 
 
 def test_a_note_is_a_signed_entry_the_panel_shows_and_the_customer_never_sees(conversation, clock):
-    dana = staff_client("dana", "Dana")
+    dana = logged_in_staff("dana", "Dana")
     page = dana.get(f"/staff/conversations/{conversation}/").content.decode()
     assert 'name="text"' in page and "Internal note" in page
 
@@ -59,7 +57,7 @@ def test_the_model_never_reads_a_note(conversation, clock):
 
 
 def test_an_empty_note_is_refused_in_words_and_writes_nothing(conversation):
-    dana = staff_client("dana", "Dana")
+    dana = logged_in_staff("dana", "Dana")
     before = len(store.read(conversation))
 
     answer = dana.post(f"/staff/conversations/{conversation}/notes", {"text": "  "}, headers=HTMX)
@@ -71,7 +69,7 @@ def test_an_empty_note_is_refused_in_words_and_writes_nothing(conversation):
 
 
 def test_the_staff_transcript_shows_each_change_of_control_in_the_customers_words(conversation):
-    dana = staff_client("dana", "Dana")
+    dana = logged_in_staff("dana", "Dana")
     handoff.request_handoff(conversation_id=conversation, source="customer", requested_by="guest:alice", now=timezone.now())
     handoff.take_control(conversation_id=conversation, staff="staff:dana", name="Dana", now=timezone.now())
     handoff.return_control(conversation_id=conversation, staff="staff:dana", now=timezone.now())

@@ -8,14 +8,8 @@ import pytest
 from django.utils import timezone
 
 from apps.agent import actions, handoff
-from tests.staff.test_handoff_panel import staff_client
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
-
-
-@pytest.fixture
-def dana():
-    return staff_client("dana", "Dana")
 
 
 @pytest.fixture

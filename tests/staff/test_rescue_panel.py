@@ -9,16 +9,10 @@ from django.utils import timezone
 
 from apps.agent import handoff
 from apps.ledger import store
-from tests.staff.test_handoff_panel import control, staff_client
+from tests.staff.conftest import HTMX, logged_in_staff
+from tests.staff.test_handoff_panel import control
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
-
-HTMX = {"HX-Request": "true"}
-
-
-@pytest.fixture
-def dana():
-    return staff_client("dana", "Dana")
 
 
 @pytest.fixture
@@ -32,7 +26,7 @@ def ada():
 
 @pytest.fixture
 def held_by_sam(start, make_assistant):
-    staff_client("sam", "Sam")  # a colleague with a login, as on a real team
+    logged_in_staff("sam", "Sam")  # a colleague with a login, as on a real team
     cid = start("hello", assistant=make_assistant(handoff={"enabled": True}))["conversation_id"]
     handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", now=timezone.now())
     handoff.take_control(conversation_id=cid, staff="staff:sam", name="Sam", now=timezone.now())
@@ -74,7 +68,7 @@ def test_a_rescue_someone_beat_is_refused_in_words(dana, held_by_sam):
 def test_the_holder_hands_it_to_a_colleague_from_the_list(held_by_sam):
     sam = Client()
     sam.force_login(get_user_model().objects.get(username="sam"))
-    staff_client("dana", "Dana")
+    logged_in_staff("dana", "Dana")
     page = page_of(sam, held_by_sam)
     assert '<option value="staff:dana">Dana</option>' in page and '<option value="staff:sam">' not in page
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from apps.agent import actions, handoff
 from tests.servers import ROOT
-from tests.staff.test_handoff_panel import staff_client
+from tests.staff.conftest import logged_in_staff
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
@@ -46,7 +46,7 @@ def said(start, make_assistant, clock):
     ("kangaroo", set()),
 ])
 def test_the_search_finds_the_conversations_that_said_the_words(said, q, expected):
-    dana = staff_client("dana", "Dana")
+    dana = logged_in_staff("dana", "Dana")
 
     page = dana.get("/staff/", {"q": q}).content.decode()
 
@@ -54,7 +54,7 @@ def test_the_search_finds_the_conversations_that_said_the_words(said, q, expecte
 
 
 def test_the_words_said_combine_with_a_view(said):
-    dana = staff_client("dana", "Dana")
+    dana = logged_in_staff("dana", "Dana")
 
     assert listed(dana.get("/staff/", {"q": "refund", "view": "mine"}).content.decode()) == {said["refund"]}
     assert listed(dana.get("/staff/", {"q": "parcel", "view": "mine"}).content.decode()) == set()

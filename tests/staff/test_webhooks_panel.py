@@ -7,14 +7,8 @@ from django.test import override_settings
 
 from apps.webhooks import endpoints
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
-from tests.staff.test_handoff_panel import staff_client
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
-
-
-@pytest.fixture
-def dana():
-    return staff_client("dana", "Dana")
 
 
 @override_settings(WAYPOINT_WEBHOOK_ALLOW_PRIVATE=True)  # no name resolves on a machine without internet
