@@ -26,7 +26,7 @@ from apps.agent import handoff
 from apps.conversations.errors import BadInput, WaypointError
 from apps.ledger import replay
 from apps.ops import limits
-from apps.staff import actions, queries
+from apps.staff import actions, listing, queries
 from apps.workspaces import actions as workspace_actions
 
 INSPECTOR = "staff/conversation.html"
@@ -96,14 +96,14 @@ def logout_view(request: HttpRequest) -> HttpResponse:
 def conversations(request: HttpRequest) -> HttpResponse:
     """The conversation list, in views by who answers (Mine, Waiting, Unassigned, All); `?counts=1` is only the views' counts, which the page polls."""
     me = actions.staff_identity(request.user)
-    filters, problems = queries.check_filters(request.GET, me=me)
-    shown = {"views": queries.view_counts(filters), "counts_url": f"{request.path}?{urlencode({**filters.params(), 'counts': '1'})}"}
+    filters, problems = listing.check_filters(request.GET, me=me)
+    shown = {"views": listing.view_counts(filters), "counts_url": f"{request.path}?{urlencode({**filters.params(), 'counts': '1'})}"}
     if request.GET.get("counts"):
         return render(request, "staff/conversations.html#views", shown)
-    page = queries.conversation_page(filters=filters, after=request.GET.get("after"), before=request.GET.get("before"),
+    page = listing.conversation_page(filters=filters, after=request.GET.get("after"), before=request.GET.get("before"),
                                      problems=problems)
     return render(request, "staff/conversations.html", {"page": page, "filters": filters, **shown,
-                                                        "lifecycles": queries.LIFECYCLES, "run_statuses": queries.RUN_STATUSES})
+                                                        "lifecycles": listing.LIFECYCLES, "run_statuses": listing.RUN_STATUSES})
 
 
 def _inspection(conversation_id, *, live: bool = False, since: int | None = None) -> dict:

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from apps.conversations.models import Conversation, ConversationToken
 from apps.runs.models import WorkflowLog
-from apps.staff import queries
+from apps.staff import listing
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -43,24 +43,24 @@ def ids(page):
 class TestKeysetPaging:
     def test_pages_walk_the_whole_list_in_order_without_gaps_or_repeats(self, many):
         rows = order(many(23))
-        filters = queries.ConversationFilters()
+        filters = listing.ConversationFilters()
 
-        seen, page = [], queries.conversation_page(filters=filters, size=5)
+        seen, page = [], listing.conversation_page(filters=filters, size=5)
         while True:
             seen += ids(page)
             if not page.older:
                 break
-            page = queries.conversation_page(filters=filters, after=page.older, size=5)
+            page = listing.conversation_page(filters=filters, after=page.older, size=5)
 
         assert seen == [r.id for r in rows]
 
     def test_newer_goes_back_to_the_page_before(self, many):
         many(12)
-        filters = queries.ConversationFilters()
-        first = queries.conversation_page(filters=filters, size=5)
-        second = queries.conversation_page(filters=filters, after=first.older, size=5)
+        filters = listing.ConversationFilters()
+        first = listing.conversation_page(filters=filters, size=5)
+        second = listing.conversation_page(filters=filters, after=first.older, size=5)
 
-        back = queries.conversation_page(filters=filters, before=second.newer, size=5)
+        back = listing.conversation_page(filters=filters, before=second.newer, size=5)
 
         assert ids(back) == ids(first) and back.newer is None
 
@@ -68,14 +68,14 @@ class TestKeysetPaging:
         many(12)
 
         with CaptureQueriesContext(connection) as captured:
-            queries.conversation_page(filters=queries.ConversationFilters(run_status="completed", q="x"), size=5)
+            listing.conversation_page(filters=listing.ConversationFilters(run_status="completed", q="x"), size=5)
 
         assert not any("COUNT(" in q["sql"].upper() for q in captured.captured_queries)
 
     def test_the_page_query_is_served_by_the_recent_index(self, many):
         many(30)
-        page = queries.conversation_page(filters=queries.ConversationFilters(), size=5)
-        query = queries._filtered(queries.ConversationFilters()).values("id").order_by("-created_at", "id")[:6]
+        page = listing.conversation_page(filters=listing.ConversationFilters(), size=5)
+        query = listing._filtered(listing.ConversationFilters()).values("id").order_by("-created_at", "id")[:6]
 
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL enable_seqscan = off")
@@ -91,9 +91,9 @@ class TestFilters:
         WorkflowLog.objects.filter(run_id=stuck["run_id"]).update(status="interrupted", quarantined=True)
         WorkflowLog.objects.filter(run_id=waiting["run_id"]).update(status="waiting")
 
-        interrupted = queries.conversation_page(filters=queries.ConversationFilters(run_status="interrupted"))
-        paused = queries.conversation_page(filters=queries.ConversationFilters(run_status="waiting"))
-        quarantined = queries.conversation_page(filters=queries.ConversationFilters(quarantined=True))
+        interrupted = listing.conversation_page(filters=listing.ConversationFilters(run_status="interrupted"))
+        paused = listing.conversation_page(filters=listing.ConversationFilters(run_status="waiting"))
+        quarantined = listing.conversation_page(filters=listing.ConversationFilters(quarantined=True))
 
         assert [str(i) for i in ids(interrupted)] == [stuck["conversation_id"]]
         assert [str(i) for i in ids(paused)] == [waiting["conversation_id"]]
@@ -105,8 +105,8 @@ class TestFilters:
         start("hello", persona="guest:bob")
         ConversationToken.objects.create(conversation_id=alice["conversation_id"], persona="agent:carol", permissions=["view"])
 
-        by_owner = queries.conversation_page(filters=queries.ConversationFilters(persona="guest:alice"))
-        by_token = queries.conversation_page(filters=queries.ConversationFilters(persona="agent:carol"))
+        by_owner = listing.conversation_page(filters=listing.ConversationFilters(persona="guest:alice"))
+        by_token = listing.conversation_page(filters=listing.ConversationFilters(persona="agent:carol"))
 
         assert [str(i) for i in ids(by_owner)] == [alice["conversation_id"]]
         assert [str(i) for i in ids(by_token)] == [alice["conversation_id"]]
@@ -116,7 +116,7 @@ class TestFilters:
         two = start("hello", metadata={"order_id": "B-2", "amount": 20})
 
         def found(q):
-            return [str(i) for i in ids(queries.conversation_page(filters=queries.ConversationFilters(q=q)))]
+            return [str(i) for i in ids(listing.conversation_page(filters=listing.ConversationFilters(q=q)))]
 
         assert found(one["conversation_id"]) == [one["conversation_id"]]
         assert found(two["conversation_id"][:8]) == [two["conversation_id"]]
@@ -129,7 +129,7 @@ class TestFilters:
         mine = many(3, assistant=other, status="completed")
         many(3)
 
-        page = queries.conversation_page(filters=queries.ConversationFilters(
+        page = listing.conversation_page(filters=listing.ConversationFilters(
             assistant=str(other.id), status="completed", since=T0.date(), until=T0.date()))
 
         assert sorted(ids(page)) == sorted(r.id for r in mine)

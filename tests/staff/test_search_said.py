@@ -66,7 +66,7 @@ from django.db import connection
 from django.utils import timezone
 from apps.agent import actions
 from apps.agent.actions import create_assistant
-from apps.staff.queries import check_filters, conversation_page
+from apps.staff.listing import check_filters, conversation_page
 
 assert connection.vendor == "sqlite"
 assistant = create_assistant(config={"name": "Desk", "model": {"provider": "scripted", "rules": [],
