@@ -41,10 +41,12 @@ run: install
 	  "staff panel" "$(URL)/staff/ (make superuser creates your login)" "SDK demo" "$(URL)/static/waypoint/sdk-demo.html"; \
 	wait $$server
 
-# A staff login for the panel of `make run` (same database and settings); ARGS passes options on
-# (ARGS="--noinput --username ops --email ops@example.com" with DJANGO_SUPERUSER_PASSWORD set).
+# A staff login for the panel of `make run` (same database and settings), and the name customers
+# see for it; ARGS passes options on (ARGS="--noinput --username ops --email ops@example.com" with
+# DJANGO_SUPERUSER_PASSWORD and DJANGO_SUPERUSER_DISPLAY_NAME set).
 superuser: install
 	DEBUG=1 $(PY) manage.py createsuperuser $(ARGS)
+	DEBUG=1 $(PY) manage.py display_name
 
 test: install $(E2E_TOOLS)
 	@bash tests/run.sh $(ARGS)

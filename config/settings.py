@@ -255,6 +255,17 @@ WAYPOINT_LOAD_DEMO = env.bool("WAYPOINT_LOAD_DEMO", default=False)
 # A model name on WAYPOINT_OPENAI_BASE_URL for the demo assistant; unset: the scripted demo.
 WAYPOINT_DEMO_MODEL = env.str("WAYPOINT_DEMO_MODEL", default="")
 
+# Email follow-up (docs/handoff.md): a person's reply goes to the address a waiting customer left.
+# The console in the dev command (`make run` prints each email); SMTP from EMAIL_* otherwise.
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend" if DEBUG
+                        else "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Waypoint <support@localhost>")
+
 # --- Staff panel (/staff/) --------------------------------------------------------------------
 INSTALLED_APPS += ["axes", "apps.staff"]
 # Last, as django-axes asks: it turns a locked-out login into its lockout response.

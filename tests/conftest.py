@@ -57,6 +57,17 @@ SUPPORT_CONFIG = {
 
 
 @pytest.fixture
+def staff_online(db):
+    """A member of the team at the panel now (a live presence socket), so a customer asking for a person is promised one."""
+    from django.utils import timezone
+
+    from apps.people import presence
+
+    presence.seen("test-socket", "staff:dana", active=True, now=timezone.now())
+    return "staff:dana"
+
+
+@pytest.fixture
 def make_assistant(db):
     from apps.agent.actions import create_assistant
 

@@ -17,6 +17,7 @@ from apps.actions.registry import ACTIONS
 from apps.actions.targets import TargetError, parse_target
 from apps.agent.calls import BUILTINS, CLASSES
 from apps.agent.handoff import HANDOFF_DEFAULTS, handoff_settings, offers_handoff_tool  # noqa: F401 - read here
+from apps.agent.hours import check_hours
 from apps.agent.knowledge import check_knowledge
 from apps.agent.tools import check_date_bounds, check_tool_words
 
@@ -268,6 +269,7 @@ def _check_handoff(handoff: Any, problems: list[str]) -> dict[str, Any]:
     for text in ("queued_message", "unavailable_message"):
         if not isinstance(out[text], str) or not out[text].strip() or len(out[text]) > 500:
             problems.append(f"handoff.{text}: must be text of at most 500 characters")
+    out["hours"] = check_hours(out["hours"], problems)
     return out
 
 

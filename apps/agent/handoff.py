@@ -9,11 +9,16 @@ at its next step boundary (`apps/agent/runner.py`) and stops there.
 
 from __future__ import annotations
 
+import statistics
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 
+from apps.agent import followups
+from apps.agent import hours as office_hours
 from apps.agent.statements import assistant_config
 from apps.conversations import actions as conversation_actions
 from apps.conversations import broadcast
@@ -23,7 +28,7 @@ from apps.conversations.errors import (
     ConversationIsCompleted,
     HandoffUnavailable,
 )
-from apps.conversations.models import Conversation
+from apps.conversations.models import ControlChange, Conversation, EmailFollowUp
 from apps.conversations.queries import CONTROL_FIELDS, control
 from apps.ledger import store
 from apps.ledger.identities import InvalidPersona, parse_persona
@@ -32,12 +37,15 @@ from apps.ledger.types import (
     ActionStarted,
     ControlReturned,
     ControlTaken,
+    HandoffCancelled,
+    HandoffDetails,
     HandoffRequested,
     HandoffTimedOut,
     StaffMessage,
     StaffNote,
     TurnHandedOff,
 )
+from apps.people import presence
 from apps.runs.models import WorkflowLog
 
 HANDOFF_DEFAULTS = {
@@ -46,6 +54,7 @@ HANDOFF_DEFAULTS = {
     "queue_timeout_seconds": 600,
     "queued_message": "A person will be with you shortly.",
     "unavailable_message": "No one is free right now; I'll keep helping.",
+    "hours": None,  # always within hours (apps/agent/hours.py)
 }
 
 
@@ -84,12 +93,25 @@ def control_words(kind: str, *, name: str, text: str, unavailable_message: str) 
         "control_taken": f"{name} joined",
         "control_returned": f"{name} handed you back to the assistant",
         "handoff_timed_out": text or unavailable_message,
+        "handoff_cancelled": "Went back to the assistant",
     }[kind]
 
 
 def available(config: dict[str, Any]) -> bool:
     """Whether the assistant lets a conversation be handed to a person (`handoff.enabled`)."""
     return bool(handoff_settings(config)["enabled"])
+
+
+def _email(value: Any) -> str:
+    if value in (None, ""):
+        return ""
+    if not isinstance(value, str) or len(value) > 254:
+        raise BadInput("email must be an address of at most 254 characters")
+    try:
+        validate_email(value.strip())
+    except ValidationError:
+        raise BadInput(f"{value.strip()[:80]} is not an email address") from None
+    return value.strip()
 
 
 def _reason(value: Any, what: str = "reason") -> str:
@@ -142,11 +164,28 @@ def _locked(conversation_id: str) -> Conversation:
     return conversation
 
 
+def team(config: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """
+    Whether the customer may be promised a person now: `staff_online` (a member of the team is at
+    the panel, not away), `within_hours` (the assistant's `handoff.hours`), `promised` (both), and
+    when it is not, `back` (when the hours open next, in the customer's words; "" while within them).
+    """
+    hours = handoff_settings(config)["hours"]
+    inside = office_hours.within(hours, now)
+    online = presence.anyone_online(now)
+    back = ""
+    if not inside:
+        opens = office_hours.next_opening(hours, now)
+        back = office_hours.describe(opens, hours, now) if opens else ""
+    return {"staff_online": online, "within_hours": inside, "promised": online and inside, "back": back}
+
+
 def request_handoff(*, conversation_id: str, source: str, requested_by: str, reason: Any = None, now: datetime) -> dict[str, Any]:
     """
     Ask for a person: agent → queued. Asking again while queued or human changes nothing.
 
-    Returns the control after it.
+    The entry records whether anyone could be promised (`team`): the customer is told, and the
+    `handoff.requested` webhook carries it. Returns the control after it.
     :raises HandoffUnavailable: the assistant has no `handoff.enabled`
     :raises ConversationIsCompleted: the conversation is read-only
     """
@@ -158,9 +197,72 @@ def request_handoff(*, conversation_id: str, source: str, requested_by: str, rea
         if conversation.control_mode != "agent":
             return control_of(conversation)
         _withdraw(conversation, actor=requested_by, now=now)
-        _append(conversation, [HandoffRequested(source=source, requested_by=requested_by, reason=reason)],
+        told = team(conversation.assistant.config, now)
+        _append(conversation, [HandoffRequested(source=source, requested_by=requested_by, reason=reason,
+                                                staff_online=told["staff_online"], within_hours=told["within_hours"])],
                 actor=requested_by, now=now)
         return control_of(_fresh(conversation))
+
+
+def leave_details(*, conversation_id: str, persona: str, reason: Any = None, email: Any = None, now: datetime) -> None:
+    """
+    The waiting customer says why they want a person, or leaves an email address for the reply.
+
+    :raises BadInput: an over-long reason, an address that is not one, or neither given
+    :raises ControlConflict: nobody is being waited for (the request was taken, timed out or withdrawn)
+    """
+    reason = _reason(reason)
+    email = _email(email)
+    if not reason and not email:
+        raise BadInput("say why you want a person, or leave an email address for the reply")
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        if conversation.control_mode != "queued":
+            raise ControlConflict("Nobody is being waited for in this conversation any more.", holder=control_of(conversation)["staff"])
+        _append(conversation, [HandoffDetails(persona=persona, reason=reason, email=email)], actor=persona, now=now)
+
+
+def cancel_handoff(*, conversation_id: str, persona: str, now: datetime) -> dict[str, Any]:
+    """
+    The customer stops waiting and goes back to the assistant: queued → agent. Returns the control after it.
+
+    :raises ControlConflict: a person took the conversation meanwhile (they answer now), or nobody was waited for
+    """
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        if conversation.control_mode != "queued":
+            raise _conflict(conversation) if conversation.control_mode == "human" else \
+                ControlConflict("The assistant has this conversation already.", holder=None)
+        _append(conversation, [HandoffCancelled(persona=persona)], actor=persona, now=now)
+        return control_of(_fresh(conversation))
+
+
+def queue_place(requested_at: datetime, now: datetime) -> dict[str, Any]:
+    """
+    A waiting request's place in the queue (1: next) and the expected wait in seconds, from recent
+    waits (`expected_wait`; None before there are any).
+    """
+    ahead = Conversation.objects.filter(control_mode="queued", control_requested_at__lt=requested_at).count()
+    return {"position": ahead + 1, "expected_seconds": expected_wait(now)}
+
+
+WAIT_SAMPLE = 20
+
+
+def expected_wait(now: datetime) -> int | None:
+    """The median wait of the last WAIT_SAMPLE requests a person took within the past week, in seconds, or None."""
+    changes = (ControlChange.objects.filter(created_at__gte=now - timedelta(days=7),
+                                            kind__in=("handoff_requested", "control_taken"))
+               .order_by("-created_at").values_list("conversation_id", "kind", "created_at")[:20 * WAIT_SAMPLE])
+    waits, taken = [], {}
+    for cid, kind, at in changes:  # newest first: a take, then the request it answered
+        if kind == "control_taken":
+            taken[cid] = at
+        elif cid in taken:
+            waits.append((taken.pop(cid) - at).total_seconds())
+            if len(waits) == WAIT_SAMPLE:
+                break
+    return int(statistics.median(waits)) if waits else None
 
 
 def take_control(*, conversation_id: str, staff: str, name: Any = None, reason: Any = None, from_: Any = None,
@@ -253,9 +355,12 @@ def _colleague(from_: Any) -> str:
     return "" if from_ in (None, "") else check_staff(from_, what="from")[0]
 
 
-def staff_message(*, conversation_id: str, staff: str, text: Any, now: datetime) -> dict[str, Any]:
+def staff_message(*, conversation_id: str, staff: str, text: Any, now: datetime, origin: str = "") -> dict[str, Any]:
     """
     A reply by the person who holds control. Returns the message as the state shows it.
+
+    While the customer's address stands (they left one waiting), the reply also goes to it by
+    email, from an outbox row of this transaction; `origin` (scheme://host) starts the link in it.
 
     :raises ControlConflict: this persona does not hold the conversation
     :raises BadInput: no text, or too long
@@ -270,6 +375,8 @@ def staff_message(*, conversation_id: str, staff: str, text: Any, now: datetime)
         event = StaffMessage(message_id=message_id, text=text, staff=staff, name=conversation.control_name)
         recorded = store.append(conversation, [event], turn_id="", actor=staff, now=now)
         broadcast.on_commit(str(conversation.id), recorded[-1].seq)
+        if conversation.control_email:
+            _follow_up(conversation, event, origin=origin, now=now)
         return {"id": message_id, "role": "staff", "text": text, "turn_id": "", "seq": recorded[-1].seq,
                 "created_at": recorded[-1].created_at,
                 "author": {"kind": "staff", "id": staff, "name": conversation.control_name or staff}}
@@ -294,6 +401,13 @@ def staff_note(*, conversation_id: str, staff: str, name: Any = None, text: Any,
         return {"id": note_id, "text": text, "staff": staff, "name": name}
 
 
+def _follow_up(conversation: Conversation, event: StaffMessage, *, origin: str, now: datetime) -> None:
+    EmailFollowUp.objects.create(conversation=conversation, message_id=event.message_id, to=conversation.control_email,
+                                 persona=conversation.control_email_persona, name=event.name, text=event.text, origin=origin[:300],
+                                 next_attempt_at=now, created_at=now)
+    transaction.on_commit(followups.wake)
+
+
 def _conflict(conversation: Conversation) -> ControlConflict:
     holder = control_of(conversation)["staff"]
     if holder is None:
@@ -313,7 +427,8 @@ def time_out_handoffs(*, now: datetime) -> int:
     Run by each process's recovery loop: the queue's clock is the request's time in the record, so
     a restart loses no timeout. Returns how many timed out.
     """
-    queued = (Conversation.objects.filter(control_mode="queued", control_requested_at__isnull=False)
+    # A customer who left an address waits for the reply there: their request stays in the queue.
+    queued = (Conversation.objects.filter(control_mode="queued", control_requested_at__isnull=False, control_email="")
               .select_related("assistant").order_by("control_requested_at")[:200])
     timed_out = 0
     for conversation in queued:
@@ -322,8 +437,9 @@ def time_out_handoffs(*, now: datetime) -> int:
             continue
         with transaction.atomic():
             locked = conversation_actions.locked(str(conversation.id), with_assistant=True)
-            if locked.control_mode != "queued" or locked.control_requested_at != conversation.control_requested_at:
-                continue  # taken, or asked again, meanwhile
+            if locked.control_mode != "queued" or locked.control_requested_at != conversation.control_requested_at \
+                    or locked.control_email:
+                continue  # taken, asked again or given an address meanwhile
             _append(locked, [HandoffTimedOut(requested_at=store.iso(locked.control_requested_at),
                                              timeout_seconds=settings["queue_timeout_seconds"],
                                              message=settings["unavailable_message"])],

@@ -23,6 +23,7 @@ from apps.ledger.types import (
     ControlReturned,
     ControlTaken,
     CustomerMessage,
+    HandoffCancelled,
     HandoffRequested,
     HandoffTimedOut,
     MemoryCleared,
@@ -244,6 +245,8 @@ def _human_line(rec: Recorded) -> HumanLine | None:
             return HumanLine("returned", note, name or staff)
         case HandoffTimedOut(message=message):
             return HumanLine("timed_out", message)
+        case HandoffCancelled():
+            return HumanLine("cancelled", "")
     return None
 
 

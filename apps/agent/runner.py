@@ -36,7 +36,7 @@ from django.db import (
 from django.utils import timezone
 
 from apps.actions.registry import ACTIONS, ActionCall, ActionError
-from apps.agent import calls, handoff, history, knowledge, turns
+from apps.agent import calls, followups, handoff, history, knowledge, turns
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.agent.statements import ASSISTANT_CONFIG, HOUSEKEEPING_DUE, ORPHANED, assistant_config
 from apps.conversations import broadcast, faults, lease
@@ -904,11 +904,13 @@ def housekeep(*, now) -> None:
     Each part asks first, in one named statement, whether anything is due at all, so an idle
     server's pass is one round trip.
     """
-    [(expiring, queued)] = HOUSEKEEPING_DUE.rows(now)
+    [(expiring, queued, replied)] = HOUSEKEEPING_DUE.rows(now, now)
     if expiring:
         expire_simple_runs(now=now)
     if queued:
         handoff.time_out_handoffs(now=now)  # the queue's clock: requests that nobody took in time
+    if replied:
+        followups.send_due(now=now)
     workspace_actions.reconcile(now=now)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apps.actions.models import ActionLog
 from apps.agent.models import Assistant
-from apps.conversations.models import ChatMessage, ControlChange, Conversation, Lease
+from apps.conversations.models import ChatMessage, ControlChange, Conversation, EmailFollowUp, Lease
 from apps.ledger.sql import Statement
 from apps.runs.models import ToolUsageLog, WorkflowLog
 
@@ -160,15 +160,16 @@ ORPHANED = Statement(
 )
 
 # Whether the clock has work (runner.housekeep): a pending client action past its expiry, a handoff
-# request waiting in the queue.
+# request waiting in the queue, a person's reply to send by email.
 HOUSEKEEPING_DUE = Statement(
     """
     SELECT
       EXISTS (SELECT 1 FROM {usage} WHERE {usage.status} = 'pending' AND {usage.expires_at} <= %s),
       EXISTS (SELECT 1 FROM {conversations} WHERE {conversations.control_mode} = 'queued'
-              AND {conversations.control_requested_at} IS NOT NULL)
+              AND {conversations.control_requested_at} IS NOT NULL),
+      EXISTS (SELECT 1 FROM {follow_ups} WHERE {follow_ups.status} = 'pending' AND {follow_ups.next_attempt_at} <= %s)
     """,
-    tables={"usage": ToolUsageLog, "conversations": Conversation},
-    params=("usage.expires_at",),
-    returns=("", ""),
+    tables={"usage": ToolUsageLog, "conversations": Conversation, "follow_ups": EmailFollowUp},
+    params=("usage.expires_at", "follow_ups.next_attempt_at"),
+    returns=("", "", ""),
 )

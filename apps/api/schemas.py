@@ -329,7 +329,7 @@ class Control(Schema):
 
 class ControlChangeOut(Schema):
     seq: int
-    kind: Literal["handoff_requested", "control_taken", "control_returned", "handoff_timed_out"]
+    kind: Literal["handoff_requested", "control_taken", "control_returned", "handoff_timed_out", "handoff_cancelled"]
     staff: StaffRef | None
     text: str = Field(description="the request's reason, the hand-back note, or the message the customer was shown")
     created_at: str | None

@@ -345,7 +345,7 @@ def staff_message(request: HttpRequest, payload: schemas.StaffMessageIn, id: str
     principal.require_api_key()
     conversation = _conversation(principal, id)
     message = handoff.staff_message(conversation_id=str(conversation.id), staff=payload.staff, text=payload.text,
-                                    now=timezone.now())
+                                    now=timezone.now(), origin=f"{request.scheme}://{request.get_host()}")
     return Status(201, {"message": message})
 
 

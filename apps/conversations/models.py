@@ -28,6 +28,9 @@ class Conversation(models.Model):
     control_requested_at = models.DateTimeField(null=True, blank=True)
     control_since = models.DateTimeField(null=True, blank=True)  # null: the agent's since the conversation began
     control_reason = models.TextField(blank=True)
+    # The address a waiting customer left for the reply (`handoff_details`), while the request stands.
+    control_email = models.CharField(max_length=254, blank=True)
+    control_email_persona = models.CharField(max_length=300, blank=True)  # who left it: the email's link opens the conversation as them
     # The log head: not part of the projection, the pointer batch one checks against.
     head_seq = models.PositiveIntegerField(default=0)
     head_hash = models.CharField(max_length=64, default="0" * 64)
@@ -74,7 +77,7 @@ class ControlChange(models.Model):
     id = models.CharField(primary_key=True, max_length=60)  # <conversation id>:<seq>
     conversation = models.ForeignKey(Conversation, on_delete=models.PROTECT, related_name="control_changes")
     seq = models.PositiveIntegerField()
-    kind = models.CharField(max_length=40)  # handoff_requested | control_taken | control_returned | handoff_timed_out
+    kind = models.CharField(max_length=40)  # handoff_requested | control_taken | control_returned | handoff_timed_out | handoff_cancelled
     staff = models.CharField(max_length=300, blank=True)
     name = models.CharField(max_length=200, blank=True)
     text = models.TextField(blank=True)  # the request's reason, the hand-back note or the message the customer was shown
@@ -146,3 +149,34 @@ class IdempotencyRecord(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["scope", "key"], name="idempotency_unique_key")]
+
+
+class EmailFollowUp(models.Model):
+    """
+    A person's reply to go out by email, to the address the customer left while waiting for one.
+
+    Written in the reply's own transaction (an outbox, as webhook deliveries are), so a reply that
+    committed is sent even if the process dies first; sent at least once, by whichever process
+    claims it (`apps/agent/followups.py`).
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.PROTECT, related_name="email_follow_ups")
+    message_id = models.CharField(max_length=40, unique=True)
+    to = models.CharField(max_length=254)
+    persona = models.CharField(max_length=300)  # who left the address: the link in the email opens the conversation as them
+    name = models.CharField(max_length=200, blank=True)  # the person who replied, as the customer knows them
+    text = models.TextField()
+    origin = models.CharField(max_length=300, blank=True)  # scheme://host the conversation's link starts with
+    status = models.CharField(max_length=20, default="pending")  # pending | sent | failed
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    last_error = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField()
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "email_follow_ups"
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="follow_up_due")]
+
+    def __str__(self) -> str:
+        return f"{self.message_id} to {self.to}"

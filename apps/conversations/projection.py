@@ -15,6 +15,8 @@ from apps.ledger.types import (
     ConversationCompleted,
     ConversationStarted,
     CustomerMessage,
+    HandoffCancelled,
+    HandoffDetails,
     HandoffRequested,
     HandoffTimedOut,
     ParticipantAdded,
@@ -131,16 +133,34 @@ def _(event: ControlTaken, at: Entry) -> Iterator[Change]:
     yield _line(at, "control_taken", staff=event.staff, name=event.name, text=event.reason)
 
 
+# Back to the agent: the request, and the address left for its reply, are over.
+_TO_AGENT = {"control_staff": "", "control_name": "", "control_requested_at": None, "control_reason": "", "control_email": "",
+             "control_email_persona": ""}
+
+
 @projection.handles(ControlReturned)
 def _(event: ControlReturned, at: Entry) -> Iterator[Change]:
-    yield _control(at, "agent", control_staff="", control_name="", control_requested_at=None, control_reason="")
+    yield _control(at, "agent", **_TO_AGENT)
     yield _line(at, "control_returned", staff=event.staff, name=event.name, text=event.note)
 
 
 @projection.handles(HandoffTimedOut)
 def _(event: HandoffTimedOut, at: Entry) -> Iterator[Change]:
-    yield _control(at, "agent", control_staff="", control_name="", control_requested_at=None, control_reason="")
+    yield _control(at, "agent", **_TO_AGENT)
     yield _line(at, "handoff_timed_out", text=event.message)
+
+
+@projection.handles(HandoffCancelled)
+def _(event: HandoffCancelled, at: Entry) -> Iterator[Change]:
+    yield _control(at, "agent", **_TO_AGENT)
+    yield _line(at, "handoff_cancelled", staff=event.persona)
+
+
+@projection.handles(HandoffDetails)
+def _(event: HandoffDetails, at: Entry) -> Iterator[Change]:
+    told = {"control_reason": event.reason} if event.reason else {}
+    left = {"control_email": event.email, "control_email_persona": event.persona} if event.email else {}
+    yield Change("conversations", (at.conversation_id,), set={**told, **left})
 
 
 @projection.handles(CustomerMessage)

@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 @dataclass(frozen=True)
 class EventKind:
     kind: ClassVar[str] = ""
-    # Fields added to a kind after entries of it were written: left out of the payload while empty,
-    # so an entry that does not use them reads (and hashes) as it always did.
+    # Fields added to a kind after entries of it were written: left out of the payload while empty
+    # (or False where that is the default), so an entry that does not use them reads (and hashes)
+    # as it always did. A field whose default is None keeps a False it was given.
     added: ClassVar[tuple[str, ...]] = ()
     # Payload names that are not Python names (`from`), by the field that holds them (`from_`).
     spelled: ClassVar[dict[str, str]] = {}
@@ -24,7 +25,7 @@ class EventKind:
     def payload(self) -> dict[str, Any]:
         out = asdict(self)
         for name in self.added:
-            if out[name] in (None, {}, []) or out[name] is False:
+            if out[name] in (None, {}, []) or (out[name] is False and self.__dataclass_fields__[name].default is False):
                 del out[name]
         for name, key in self.spelled.items():
             if name in out:
@@ -294,12 +295,42 @@ class HandoffRequested(EventKind):
 
     `source` is who asked: `customer` (Talk to a person), `application` (the API) or `model`
     (`handoff_to_human`, in the turn of `run_id`). `requested_by` is the persona, or `agent`.
+    `staff_online` and `within_hours` say what the customer could be promised when they asked:
+    whether a member of the team was online, and whether it was within the assistant's office hours.
     """
 
     source: str
     requested_by: str
     reason: str = ""
     run_id: str = ""
+    staff_online: bool | None = None
+    within_hours: bool | None = None
+
+    added: ClassVar[tuple[str, ...]] = ("staff_online", "within_hours")
+
+
+@_kind("handoff_details")
+@dataclass(frozen=True)
+class HandoffDetails(EventKind):
+    """
+    While waiting for a person, the customer says why, or leaves an email address for the reply.
+
+    A reply a person writes while the address stands is also sent to it; a request with an address
+    stays in the queue past `handoff.queue_timeout_seconds`, since its answer no longer needs the
+    customer at the page.
+    """
+
+    persona: str
+    reason: str = ""
+    email: str = ""
+
+
+@_kind("handoff_cancelled")
+@dataclass(frozen=True)
+class HandoffCancelled(EventKind):
+    """The customer stopped waiting for a person and went back to the assistant: queued → agent."""
+
+    persona: str
 
 
 @_kind("control_taken")

@@ -15,6 +15,7 @@ from typing import Any
 
 import rfc8785
 from django.db import transaction
+from django.utils import timezone
 
 from apps.actions.models import ActionLog
 from apps.agent import actions as agent_actions
@@ -26,6 +27,7 @@ from apps.conversations.actions import check_clean, locked
 from apps.conversations.errors import BadInput, ConversationIsCompleted, NotFound, WaypointError
 from apps.ledger import store
 from apps.ledger.types import QuarantineResolved, Recorded
+from apps.people import presence
 from apps.runs.models import WorkflowLog
 from apps.staff.models import StaffAuditLog
 from apps.workspaces import keys
@@ -58,9 +60,26 @@ def staff_identity(user: Any) -> str:
     return f"staff:{user.get_username()}"
 
 
+DEFAULT_NAME = "Support"
+
+
 def staff_name(user: Any) -> str:
-    """The name a customer sees for a staff member: their full name, else their username."""
-    return (user.get_full_name() or user.get_username())[:200]
+    """
+    The name a customer sees for a staff member: the display name they set (the panel's profile,
+    `make superuser`), else their full name, else the team's word for them: never their login name.
+    """
+    return _shown_name(user, presence.display_names([staff_identity(user)]))
+
+
+def check_display_name(name: str) -> None:
+    """:raises BadInput: longer than a name, or not printable text"""
+    if len(name) > 200:
+        raise BadInput("a display name is at most 200 characters")
+    check_clean(name, "display name")
+
+
+def _shown_name(user: Any, named: dict[str, str]) -> str:
+    return (named.get(staff_identity(user)) or user.get_full_name() or DEFAULT_NAME)[:200]
 
 
 def may_return_any(user: Any) -> bool:
@@ -69,12 +88,22 @@ def may_return_any(user: Any) -> bool:
 
 
 def colleagues() -> list[dict[str, str]]:
-    """The active staff members a conversation can be handed to, as `{id, name}` by name."""
+    """
+    The active staff members a conversation can be handed to, as `{id, name, label, status}` by
+    name: `name` as customers see it, `label` as colleagues know them (with the login where the
+    name alone would not tell them apart), `status` their presence (online, away or offline).
+    """
     from django.contrib.auth import get_user_model
 
-    people = get_user_model().objects.filter(is_active=True, is_staff=True)
-    return sorted(({"id": staff_identity(user), "name": staff_name(user)} for user in people),
-                  key=lambda person: (person["name"].casefold(), person["id"]))
+    people = list(get_user_model().objects.filter(is_active=True, is_staff=True))
+    named = presence.display_names([staff_identity(user) for user in people])
+    statuses = presence.statuses(timezone.now())
+    found = []
+    for user in people:
+        me, name = staff_identity(user), _shown_name(user, named)
+        label = name if name != DEFAULT_NAME else f"{name} ({user.get_username()})"
+        found.append({"id": me, "name": name, "label": label, "status": statuses.get(me, "offline")})
+    return sorted(found, key=lambda person: (person["name"].casefold(), person["id"]))
 
 
 def panel_context(user: Any) -> dict[str, Any]:

@@ -2,17 +2,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
+from django.utils import timezone
 
 from apps.conversations import broadcast
 from apps.conversations.broadcast import group_name
 from apps.ledger.identities import persona_name
+from apps.people import presence
 from apps.staff import queries
-from apps.staff.actions import panel_context
+from apps.staff.actions import panel_context, staff_identity
 
 TYPING_SHOWN_SECONDS = 5.0  # the customer's page says so every 2.5 s while they type
 
@@ -90,3 +93,35 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
         # Whose controls the inspector shows: Send reply and Hand back are the holder's.
         text = render_to_string("staff/live.html", {"c": data, **panel_context(self.scope["user"])})
         return text, data["seq"], data["seq"] if data["verification"].ok else None
+
+
+class StaffPresenceConsumer(AsyncWebsocketConsumer):
+    """
+    Every staff panel page's presence socket: the member is online while one is open (apps/people/presence.py).
+
+    The page says it is there every `HEARTBEAT_SECONDS`, with `{"active": true}` when its person
+    pressed a key, clicked or scrolled since; anything else it sends counts as a plain heartbeat.
+    """
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not (user.is_active and user.is_staff):
+            await self.close(code=4403)
+            return
+        self.staff = staff_identity(user)
+        await self.accept()
+        await self._seen(active=True)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            active = json.loads(text_data or "{}").get("active") is True
+        except (ValueError, AttributeError):
+            active = False
+        await self._seen(active=active)
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "staff", None):
+            await database_sync_to_async(presence.gone)(self.channel_name)
+
+    async def _seen(self, *, active: bool) -> None:
+        await database_sync_to_async(presence.seen)(self.channel_name, self.staff, active=active, now=timezone.now())

@@ -19,6 +19,34 @@ def waiting(request: HttpRequest) -> dict:
     from apps.staff.queries import quarantine_count, unanswered_count, waiting_count
 
     me = staff_identity(user)
+    presence = cache(lambda: my_presence(me))
     counts = {"staff_waiting": cache(waiting_count), "staff_unanswered": cache(lambda: unanswered_count(me)),
               "staff_quarantined": cache(quarantine_count)}
-    return {**counts, "staff_total": lambda: sum(count() for count in counts.values()), **panel_context(user)}
+    return {**counts, "staff_total": lambda: sum(count() for count in counts.values()), **panel_context(user),
+            "staff_presence": presence, "staff_display_name": cache(lambda: display_name(user))}
+
+
+def my_presence(me: str) -> dict[str, str]:
+    """
+    How colleagues see this member: `status` (online, away), `why` (online, away-chosen, away-idle)
+    and the words. The page asking is itself there: before its presence socket is counted, online.
+    """
+    from django.utils import timezone
+
+    from apps.people import presence
+
+    status = presence.status(me, timezone.now())
+    profile = presence.profile(me)
+    if profile is not None and profile.away:
+        return {"status": "away", "why": "away-chosen", "label": "Away"}
+    if status == "away":
+        return {"status": "away", "why": "away-idle", "label": "Away (idle)"}
+    return {"status": "online", "why": "online", "label": "Online"}
+
+
+def display_name(user) -> str:
+    """The name the navigation shows: the one customers see, or the login until one is set."""
+    from apps.staff.actions import DEFAULT_NAME, staff_name
+
+    name = staff_name(user)
+    return f"{user.get_username()} · set your name" if name == DEFAULT_NAME else name

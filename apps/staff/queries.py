@@ -42,6 +42,8 @@ from apps.ledger.types import (
     ConversationClosed,
     ConversationReopened,
     CustomerMessage,
+    HandoffCancelled,
+    HandoffDetails,
     HandoffRequested,
     HandoffTimedOut,
     MemoryCleared,
@@ -203,6 +205,11 @@ def _summary(kind: str, payload: Any) -> str:
                     + (f", note: {note}" if note else ""))
         case HandoffTimedOut(timeout_seconds=timeout):
             return f"nobody took it within {timeout} s: back to the assistant"
+        case HandoffCancelled(persona=persona):
+            return f"{persona} stopped waiting: back to the assistant"
+        case HandoffDetails(reason=reason, email=email):
+            return "; ".join(part for part in (f"why: {reason}" if reason else "",
+                                               "left an email address for the reply" if email else "") if part)
         case TurnHandedOff(call_ids=call_ids, reason=reason):
             withdrawn = f"; withdrew {', '.join(call_ids)}" if call_ids else ""
             return f"run stopped: {reason}{withdrawn}"

@@ -29,6 +29,8 @@ urlpatterns = [
     path("api-keys/", views.api_keys, name="api_keys"),
     path("api-keys/<int:key_id>/revoke", views.api_key_revoke, name="api_key_revoke"),
     path("personas/", views.personas, name="personas"),
+    path("profile/", views.profile, name="profile"),
+    path("away", views.away, name="away"),
     # Outgoing webhooks (docs/webhooks.md)
     path("webhooks/", webhook_views.webhooks, name="webhooks"),
     path("webhooks/deliveries/<int:delivery_id>/resend", webhook_views.resend, name="webhook_resend"),

@@ -26,6 +26,7 @@ from apps.agent import handoff
 from apps.conversations.errors import BadInput, WaypointError
 from apps.ledger import replay
 from apps.ops import limits
+from apps.people import presence
 from apps.staff import actions, listing, queries
 from apps.workspaces import actions as workspace_actions
 
@@ -248,7 +249,8 @@ def take_over(request: HttpRequest, conversation_id) -> HttpResponse:
 @staff_only
 @require_POST
 def send_reply(request: HttpRequest, conversation_id) -> HttpResponse:
-    return _change_control(request, conversation_id, partial(handoff.staff_message, text=request.POST.get("text", "")),
+    origin = f"{request.scheme}://{request.get_host()}"  # the email follow-up's link to the conversation
+    return _change_control(request, conversation_id, partial(handoff.staff_message, text=request.POST.get("text", ""), origin=origin),
                            refused="Your reply was not sent:", sent=True)
 
 
@@ -439,3 +441,32 @@ def personas(request: HttpRequest) -> HttpResponse:
     for row in rows:
         row["conversations_link"] = reverse("staff:conversations") + "?" + urlencode({"persona": row["persona"]})
     return render(request, "staff/personas.html", {"personas": rows, "q": search})
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def profile(request: HttpRequest) -> HttpResponse:
+    """Your profile: the display name customers see (never the login name), and your presence."""
+    me = actions.staff_identity(request.user)
+    if request.method == "POST":
+        name = request.POST.get("display_name", "").strip()
+        try:
+            actions.check_display_name(name)
+        except BadInput as exc:
+            return render(request, "staff/profile.html", {"problem": exc.message, "display_name": name}, status=422)
+        presence.set_display_name(me, name, now=timezone.now())
+        messages.success(request, f"Customers now see you as {name}." if name else "Your display name is cleared.")
+        return redirect("staff:profile")
+    found = presence.profile(me)
+    return render(request, "staff/profile.html", {"display_name": found.display_name if found else ""})
+
+
+@staff_only
+@require_POST
+def away(request: HttpRequest) -> HttpResponse:
+    """The Away toggle: away until you say you are back (`away=0`), whatever your pages do."""
+    presence.set_away(actions.staff_identity(request.user), request.POST.get("away") == "1", now=timezone.now())
+    target = request.headers.get("Referer", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return redirect(target)
+    return redirect("staff:conversations")

@@ -27,10 +27,12 @@ BY_KIND: dict[str, tuple[str, dict[str, str]]] = {
     "turn_ambiguous": ("turn.quarantined", {"run_id": "run_id", "call_id": "call_id", "tool": "tool"}),
     "conversation_completed": ("conversation.completed", {"run_id": "run_id"}),
     # handoff.*: `control` (below) and these
-    "handoff_requested": ("handoff.requested", {"reason": "reason", "source": "source", "run_id": "run_id"}),
+    "handoff_requested": ("handoff.requested", {"reason": "reason", "source": "source", "run_id": "run_id",
+                                                "staff_online": "staff_online", "within_hours": "within_hours"}),
     "control_taken": ("handoff.accepted", {"reason": "reason", "from": "from", "by": "by"}),
     "control_returned": ("handoff.returned", {"note": "note", "from": "from"}),
     "handoff_timed_out": ("handoff.timed_out", {"message": "reason"}),
+    "handoff_cancelled": ("handoff.returned", {"persona": "cancelled_by"}),  # the customer went back to the assistant
 }
 # The kinds that announce nothing, said so: a new kind is in one table or the other
 # (tests/unit/test_event_kinds.py), never forgotten.
@@ -39,7 +41,7 @@ SILENT = frozenset({
     "approval_response", "question_response", "completion_requested", "turn_expired", "turn_superseded", "turn_retried",
     "quarantine_resolved", "quarantine_settled", "turn_handed_off", "customer_message", "staff_message", "staff_note", "repair",
     "participant_added", "participant_removed", "participant_token_issued", "memory_remembered", "memory_cleared",
-    "artifact_created", "artifact_acknowledged", "conversation_closed", "conversation_reopened",
+    "artifact_created", "artifact_acknowledged", "conversation_closed", "conversation_reopened", "handoff_details",
 })
 
 

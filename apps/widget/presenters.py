@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 
 from apps.agent import tools
 from apps.agent.config import handoff_settings
-from apps.agent.handoff import control_words
+from apps.agent.handoff import control_words, queue_place, team
 from apps.agent.state import conversation_state
 from apps.agent.tools import DECLINED, date_bounds
 from apps.ledger.identities import persona_name
@@ -289,6 +289,11 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     handoff = handoff_settings(config)
     state["handoff_offered"] = handoff["enabled"] and control["mode"] == "agent" and state["conversation_status"] != "completed"
     state["queued_message"] = handoff["queued_message"] if control["mode"] == "queued" else ""
+    now = datetime.now(UTC)
+    # Whether a person can be promised (someone online, within office hours), where the page asks or waits for one.
+    state["team"] = team(config, now) if state["handoff_offered"] or state["queued_message"] else None
+    state["queue"] = queue_line(datetime.fromisoformat(control["requested_at"]), now) \
+        if state["queued_message"] and control["requested_at"] else None
     if control["mode"] == "queued":
         state["control_text"] = "Waiting for a person…"
     elif control["mode"] == "human":
@@ -304,6 +309,30 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         [(c["call_id"], c["status"]) for c in state["expired_client_actions"]], state.get("interruption"),
     )
     return state
+
+
+def queue_line(requested_at: datetime, now: datetime) -> str:
+    """The waiting customer's place in the queue and the expected wait, in words ("You're 2nd in line · usually about 3 minutes")."""
+    place = queue_place(requested_at, now)
+    position = place["position"]
+    line = "You're next in line" if position == 1 else f"You're {_ordinal(position)} in line"
+    expected = place["expected_seconds"]
+    if expected is not None:
+        minutes = max(1, round(expected / 60))
+        line += f" · usually about {minutes} minute{'s' if minutes != 1 else ''}" if minutes < 90 \
+            else f" · usually about {round(minutes / 60)} hours"
+    return line
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def masked_email(address: str) -> str:
+    """An address a customer left, shown so they recognise it and others in a shared conversation cannot read it: j•••@example.com."""
+    local, _, domain = address.partition("@")
+    return f"{local[:1]}•••@{domain}" if domain else ""
 
 
 def control_line(change: dict[str, Any], handoff: dict[str, Any]) -> dict[str, Any]:
@@ -395,8 +424,9 @@ def viewer_context(state: dict[str, Any], *, conversation, token: str, persona: 
     # While the facts (and what this viewer may do with them) are unchanged, a push leaves the
     # section alone, so a list the visitor opened stays open.
     memory_key = digest(can_write, [(f["fact_id"], f["text"]) for f in state["memory"]])
+    contact = masked_email(conversation.control_email) if state["queued_message"] else ""
     return {"state": state, "assistant": conversation.assistant, "token": token, "persona": persona, "who": who,
-            "embed": embed, "can_write": can_write, "memory_key": memory_key, **extra}
+            "embed": embed, "can_write": can_write, "memory_key": memory_key, "contact": contact, **extra}
 
 
 def form_output(fields: list[dict[str, Any]], data) -> dict[str, Any]:

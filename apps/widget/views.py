@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from apps.agent import actions, handoff
 from apps.agent.models import Assistant
@@ -28,7 +28,7 @@ from apps.conversations.models import Conversation
 from apps.widget import pushes
 from apps.widget.framing import Embed, allow_framing, embed_for
 from apps.widget.identity import Identity, IdentityRejected, check_identity
-from apps.widget.presenters import conflict_notice, form_fields, form_output, page_context
+from apps.widget.presenters import conflict_notice, form_fields, form_output, page_context, queue_line
 from apps.workspaces import actions as workspace_actions
 
 log = logging.getLogger(__name__)
@@ -390,6 +390,45 @@ def request_handoff(request: HttpRequest, conversation_id: str) -> HttpResponse:
             else exc.message
         return _after_post(request, conversation_id, grant, status=exc.status, notice=notice)
     return _after_post(request, conversation_id, grant)
+
+
+@for_people
+@csrf_exempt
+@require_POST
+def handoff_details(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """While waiting for a person: why, or an email address for the reply (docs/handoff.md "Email follow-up")."""
+    grant = _grant(request, conversation_id, "write")
+    try:
+        handoff.leave_details(conversation_id=conversation_id, persona=grant.persona, reason=request.POST.get("reason"),
+                              email=request.POST.get("email"), now=timezone.now())
+    except WaypointError as exc:
+        return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
+    return _after_post(request, conversation_id, grant)
+
+
+@for_people
+@csrf_exempt
+@require_POST
+def cancel_handoff(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """Back to the assistant: the customer stops waiting for a person."""
+    grant = _grant(request, conversation_id, "write")
+    try:
+        handoff.cancel_handoff(conversation_id=conversation_id, persona=grant.persona, now=timezone.now())
+    except WaypointError as exc:
+        return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
+    return _after_post(request, conversation_id, grant)
+
+
+@for_people
+@require_GET
+def queue_place(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """The waiting line under the composer (place in the queue, expected wait), which the page refreshes while it waits."""
+    grant = _grant(request, conversation_id)
+    conversation = _conversation(conversation_id)
+    waiting = conversation.control_mode == "queued" and conversation.control_requested_at is not None
+    line = queue_line(conversation.control_requested_at, timezone.now()) if waiting else ""
+    return render(request, "widget/conversation.html#queue", {"queue": line, "conversation_id": grant.conversation_id,
+                                                             "token": request.GET.get("token", "")})
 
 
 @for_people

@@ -173,3 +173,43 @@
   document.addEventListener("htmx:afterSettle", update);
   document.addEventListener("htmx:oobAfterSwap", update);
 })();
+
+// Presence: every staff page keeps a socket open while it is open, and says every 20 s that it is
+// still there, and whether its person pressed a key, clicked or scrolled since (away after 5 minutes
+// without). A closed socket comes back, slower each time.
+(function () {
+  "use strict";
+  if (!document.body || !document.body.dataset.waitingUrl || !("WebSocket" in window)) return;
+  const HEARTBEAT_MS = 20000;
+  let socket = null;
+  let active = true;
+  let retry = 1000;
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    socket = new WebSocket(`${scheme}//${location.host}/ws/staff/presence/`);
+    socket.addEventListener("open", () => { retry = 1000; });
+    socket.addEventListener("close", (event) => {
+      if (event.code === 4403) return;  // logged out: nothing to be present for
+      setTimeout(connect, retry);
+      retry = Math.min(retry * 2, 30000);
+    });
+  }
+
+  function beat() {
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ active }));
+    active = false;
+  }
+
+  // The first sign of a person after a quiet spell is told at once, so "away" ends when they are back.
+  function touched() {
+    if (active) return;
+    active = true;
+    const shown = document.getElementById("presence");
+    if (shown && shown.classList.contains("away-idle")) beat();
+  }
+  for (const name of ["keydown", "pointerdown", "scroll", "focus"]) window.addEventListener(name, touched, { passive: true, capture: true });
+
+  connect();
+  setInterval(beat, HEARTBEAT_MS);
+})();

@@ -52,7 +52,7 @@ class TestWhoGetsIn:
     def test_staff_see_the_panel(self, staff_client):
         response = staff_client.get(reverse("staff:conversations"))
 
-        assert response.status_code == 200 and "staff:ops" in response.content.decode()
+        assert response.status_code == 200 and "ops · set your name" in response.content.decode()
 
 
 class TestLogin:

@@ -70,7 +70,7 @@ def test_the_holder_hands_it_to_a_colleague_from_the_list(held_by_sam):
     sam.force_login(get_user_model().objects.get(username="sam"))
     logged_in_staff("dana", "Dana")
     page = page_of(sam, held_by_sam)
-    assert '<option value="staff:dana">Dana</option>' in page and '<option value="staff:sam">' not in page
+    assert '<option value="staff:dana">Dana · offline</option>' in page and '<option value="staff:sam">' not in page
 
     answer = sam.post(f"/staff/conversations/{held_by_sam}/hand-to", {"to": "staff:dana"}, headers=HTMX)
 

@@ -70,3 +70,21 @@ class TestTheControlOfAHandoffWebhook:
         assert [e["type"] for e in events] == ["handoff.accepted", "handoff.returned", "handoff.requested",
                                                "handoff.timed_out"]
         assert [e["data"]["control"] for e in events] == controls
+
+
+class TestWhatARequestWasPromised:
+    def test_handoff_requested_says_whether_staff_were_online_and_within_hours(self, start, make_assistant):
+        from apps.people import presence
+
+        closed = {"time_zone": "UTC", "weekly": {}, "closed": []}
+        nobody = start("hello", assistant=make_assistant(handoff={"enabled": True, "hours": closed}))["conversation_id"]
+        staffed = start("hello", assistant=make_assistant(handoff={"enabled": True}))["conversation_id"]
+        now = timezone.now()
+        handoff.request_handoff(conversation_id=nobody, source="customer", requested_by="guest:alice", now=now)
+        presence.seen("tab", "staff:dana", active=True, now=now)
+        handoff.request_handoff(conversation_id=staffed, source="customer", requested_by="guest:bob", now=now)
+
+        first, second = (e["data"] for e in announced())
+
+        assert (first["staff_online"], first["within_hours"]) == (False, False)
+        assert (second["staff_online"], second["within_hours"]) == (True, True)

@@ -37,7 +37,7 @@ def test_a_tool_without_a_summary_is_asked_about_by_its_name(started, page):
     assert "Shall I go ahead with “Issue refund”?" in html
 
 
-def test_after_a_time_out_the_waiting_words_are_gone_and_the_request_is_a_past_line(started, page, make_assistant):
+def test_after_a_time_out_the_waiting_words_are_gone_and_the_request_is_a_past_line(started, page, make_assistant, staff_online):
     assistant = make_assistant(handoff={"enabled": True, "queue_timeout_seconds": 60, "queued_message": QUEUED})
     conversation = started("hello", assistant=assistant)
     asked = timezone.now()

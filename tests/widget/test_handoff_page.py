@@ -28,7 +28,8 @@ def test_the_button_is_offered_only_by_an_assistant_with_handoff(started, page, 
     assert TALK not in page(started("hello")).content.decode()
 
 
-def test_talk_to_a_person_withdraws_the_card_and_shows_the_waiting_line(client, started, page, person_assistant, settle):
+def test_talk_to_a_person_withdraws_the_card_and_shows_the_waiting_line(client, started, page, person_assistant, settle,
+                                                                       staff_online):
     conversation = started("I want a refund", assistant=person_assistant)
 
     with settle():

@@ -47,6 +47,8 @@ def _human_message(line: HumanLine) -> dict[str, str]:
         case "returned":
             note = f" Their note for you: {line.text}" if line.text else ""
             return {"role": "system", "content": f"{person} handed the conversation back to you.{note}"}
+        case "cancelled":
+            return {"role": "system", "content": "The customer stopped waiting for a person and went back to you."}
         case _:
             return {"role": "system", "content": f"No person was free; the customer was told: {line.text}"}
 

@@ -52,7 +52,7 @@ class PastTurn:
 
 @dataclass(frozen=True)
 class HumanLine:
-    kind: str  # customer | staff | requested | joined | returned | timed_out
+    kind: str  # customer | staff | requested | joined | returned | timed_out | cancelled
     text: str
     name: str = ""
 
