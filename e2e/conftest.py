@@ -244,3 +244,30 @@ def start_conversation():
         return page.url
 
     return start
+
+
+STAFF_PASSWORD = "a long staff password"
+
+
+def staff_login(browser, server, username: str, name: str = "", *, create: bool = True):
+    """A staff member's panel page, logged in (created first unless `create=False`): its presence socket makes them online."""
+    if create:
+        server.database.manage("shell", "-c", "from django.contrib.auth import get_user_model; "
+                               f"get_user_model().objects.create_user({username!r}, '{username}@example.com', "
+                               f"{STAFF_PASSWORD!r}, is_staff=True, first_name={name!r})")
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page.goto(server.url + "/staff/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(STAFF_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("heading", name="Conversations").wait_for()
+    return page
+
+
+@pytest.fixture(scope="module")
+def staff_at_the_panel(browser, waypoint_server):
+    """A member of the team with a panel page open for the module's tests: customers who ask for a person are promised one."""
+    page = staff_login(browser, waypoint_server, "desk", "Desk")
+    page.locator("#presence.online").wait_for()
+    yield page
+    page.context.close()

@@ -48,7 +48,7 @@ def conversation_id(page) -> str:
 
 
 def test_a_customer_asks_for_a_person_talks_to_dana_and_is_handed_back(
-    browser, waypoint_server, start_conversation, staff_api, accessibility, screenshots
+    browser, waypoint_server, start_conversation, staff_api, accessibility, screenshots, staff_at_the_panel
 ):
     page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
     start_conversation(page, waypoint_server, "Where is my order?")
@@ -59,7 +59,7 @@ def test_a_customer_asks_for_a_person_talks_to_dana_and_is_handed_back(
     page.get_by_role("button", name="Talk to a person").click()
 
     expect(log).to_contain_text("A person was asked to join", timeout=10_000)
-    expect(page.locator("#handoff")).to_contain_text("A person will be with you shortly.")
+    expect(page.locator("#team-status")).to_contain_text("A person will be with you shortly.")
     expect(page.get_by_role("button", name="Talk to a person")).to_have_count(0)
     expect(page.locator("#status")).to_have_text("Waiting for a person…")
     accessibility(page)
@@ -171,14 +171,14 @@ def test_the_widget_offers_a_person_too(browser, demo_shop, widget_server, acces
 
 
 def test_after_a_queue_time_out_the_waiting_words_give_way_to_the_unavailable_message(
-    browser, waypoint_server, start_conversation, accessibility, screenshots
+    browser, waypoint_server, start_conversation, accessibility, screenshots, staff_at_the_panel
 ):
     page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
     start_conversation(page, waypoint_server, "Where is my order?")
     log = page.get_by_role("log")
     expect(log).to_contain_text("on its way", timeout=10_000)
     page.get_by_role("button", name="Talk to a person").click()
-    expect(page.locator("#handoff")).to_contain_text("A person will be with you shortly.", timeout=10_000)
+    expect(page.locator("#team-status")).to_contain_text("A person will be with you shortly.", timeout=10_000)
 
     # The queue's clock, a day on: what each process's housekeeping does once the time-out is due.
     waypoint_server.database.manage("shell", "-c", "from datetime import timedelta; from django.utils import timezone; "

@@ -144,12 +144,21 @@ class AssistantConfigIn(Schema):
     handoff: Any = Field(
         None, description="human handoff (docs/handoff.md): enabled (default false) lets the customer, the application or the "
         "model ask for a person; model_tool offers the model handoff_to_human; a request nobody takes within "
-        "queue_timeout_seconds returns to the agent, and the customer is shown unavailable_message",
+        "queue_timeout_seconds returns to the agent (unless the customer left an email address for the reply), and the "
+        "customer is shown unavailable_message; hours is the team's weekly schedule in a time zone, with closed dates: "
+        "outside it, or with no staff member online, the customer is not promised a person",
         json_schema_extra={"type": "object", "additionalProperties": False, "properties": {
             "enabled": {"type": "boolean"}, "model_tool": {"type": "boolean"},
             "queue_timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 604800},
             "queued_message": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
             "unavailable_message": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
+            "hours": {"type": ["object", "null"], "additionalProperties": False, "required": ["time_zone", "weekly"], "properties": {
+                "time_zone": {"type": "string", "description": "an IANA time zone, such as Europe/London"},
+                "weekly": {"type": "object", "additionalProperties": False, "properties": {
+                    day: {"type": "array", "items": {"type": "string", "pattern": r"^\d\d:\d\d-\d\d:\d\d$"}}
+                    for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")}},
+                "closed": {"type": "array", "maxItems": 400, "items": {"type": "string", "format": "date"}},
+            }},
         }},
     )
     knowledge: Any = Field(

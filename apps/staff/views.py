@@ -453,12 +453,14 @@ def profile(request: HttpRequest) -> HttpResponse:
         try:
             actions.check_display_name(name)
         except BadInput as exc:
-            return render(request, "staff/profile.html", {"problem": exc.message, "display_name": name}, status=422)
+            return render(request, "staff/profile.html", {"problem": exc.message, "display_name": name,
+                                                          "shown_name": actions.staff_name(request.user)}, status=422)
         presence.set_display_name(me, name, now=timezone.now())
         messages.success(request, f"Customers now see you as {name}." if name else "Your display name is cleared.")
         return redirect("staff:profile")
     found = presence.profile(me)
-    return render(request, "staff/profile.html", {"display_name": found.display_name if found else ""})
+    return render(request, "staff/profile.html", {"display_name": found.display_name if found else "",
+                                                  "shown_name": actions.staff_name(request.user)})
 
 
 @staff_only

@@ -289,11 +289,7 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     handoff = handoff_settings(config)
     state["handoff_offered"] = handoff["enabled"] and control["mode"] == "agent" and state["conversation_status"] != "completed"
     state["queued_message"] = handoff["queued_message"] if control["mode"] == "queued" else ""
-    now = datetime.now(UTC)
-    # Whether a person can be promised (someone online, within office hours), where the page asks or waits for one.
-    state["team"] = team(config, now) if state["handoff_offered"] or state["queued_message"] else None
-    state["queue"] = queue_line(datetime.fromisoformat(control["requested_at"]), now) \
-        if state["queued_message"] and control["requested_at"] else None
+
     if control["mode"] == "queued":
         state["control_text"] = "Waiting for a person…"
     elif control["mode"] == "human":
@@ -301,6 +297,9 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     else:
         state["control_text"] = ""
     state["control_lines"] = [control_line(change, handoff) for change in state.get("control_changes", [])]
+    # The offer of a person, or the wait for one, is swapped in only when it changed: a push must not
+    # empty the address a waiting customer is typing.
+    state["handoff_key"] = digest(state["handoff_offered"], control["mode"], control["reason"], state["conversation_status"])
     # The cards are keyed on what they show: a push replaces them when that changed (a staff
     # resolution changes only the interruption's words) and otherwise leaves them, and whatever the
     # visitor is typing into them, alone.
@@ -309,6 +308,27 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         [(c["call_id"], c["status"]) for c in state["expired_client_actions"]], state.get("interruption"),
     )
     return state
+
+
+def team_status(conversation, now: datetime) -> dict[str, Any]:
+    """
+    What the page says of the team where a person is offered or waited for, from who is at the panel
+    now and the office hours (`handoff.team`), not from the log: `#team-status` asks for it on its
+    own (`widget:team`), so the log's fragments, shared by every viewer of a head, never hold it.
+
+    Empty where no person is offered nor waited for.
+    """
+    config = conversation.assistant.config
+    handoff = handoff_settings(config)
+    mode = conversation.control_mode
+    if not handoff["enabled"] or conversation.status == "completed" or mode == "human":
+        return {}
+    status = {"mode": mode, **team(config, now)}
+    if mode == "queued":
+        status["queued_message"] = handoff["queued_message"]
+        if status["promised"] and conversation.control_requested_at is not None:
+            status["queue"] = queue_line(conversation.control_requested_at, now)
+    return status
 
 
 def queue_line(requested_at: datetime, now: datetime) -> str:
@@ -410,7 +430,7 @@ def page_context(*, conversation, token: str, persona: str, embed, permissions=f
     """Everything the conversation page and its live fragments render, for one viewer."""
     state = page_state(conversation_state(conversation, receipts=True), conversation.assistant.config)
     return viewer_context(state, conversation=conversation, token=token, persona=persona, embed=embed,
-                          permissions=permissions, **extra)
+                          permissions=permissions, team=team_status(conversation, datetime.now(UTC)), **extra)
 
 
 def viewer_context(state: dict[str, Any], *, conversation, token: str, persona: str, embed, permissions=frozenset(),
@@ -425,6 +445,8 @@ def viewer_context(state: dict[str, Any], *, conversation, token: str, persona: 
     # section alone, so a list the visitor opened stays open.
     memory_key = digest(can_write, [(f["fact_id"], f["text"]) for f in state["memory"]])
     contact = masked_email(conversation.control_email) if state["queued_message"] else ""
+    if contact:
+        state = {**state, "handoff_key": digest(state["handoff_key"], contact)}
     return {"state": state, "assistant": conversation.assistant, "token": token, "persona": persona, "who": who,
             "embed": embed, "can_write": can_write, "memory_key": memory_key, "contact": contact, **extra}
 

@@ -28,7 +28,7 @@ from apps.conversations.models import Conversation
 from apps.widget import pushes
 from apps.widget.framing import Embed, allow_framing, embed_for
 from apps.widget.identity import Identity, IdentityRejected, check_identity
-from apps.widget.presenters import conflict_notice, form_fields, form_output, page_context, queue_line
+from apps.widget.presenters import conflict_notice, form_fields, form_output, page_context, team_status
 from apps.workspaces import actions as workspace_actions
 
 log = logging.getLogger(__name__)
@@ -421,14 +421,16 @@ def cancel_handoff(request: HttpRequest, conversation_id: str) -> HttpResponse:
 
 @for_people
 @require_GET
-def queue_place(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    """The waiting line under the composer (place in the queue, expected wait), which the page refreshes while it waits."""
+def team(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """
+    What the page says of the team (is someone there, when they are back, the place in line): the
+    page asks on load, every 30 s and after a change of control, since presence is not in the log.
+    """
     grant = _grant(request, conversation_id)
     conversation = _conversation(conversation_id)
-    waiting = conversation.control_mode == "queued" and conversation.control_requested_at is not None
-    line = queue_line(conversation.control_requested_at, timezone.now()) if waiting else ""
-    return render(request, "widget/conversation.html#queue", {"queue": line, "conversation_id": grant.conversation_id,
-                                                             "token": request.GET.get("token", "")})
+    return render(request, "widget/conversation.html#team", {
+        "team": team_status(conversation, timezone.now()), "conversation_id": grant.conversation_id,
+        "token": request.GET.get("token", ""), "inner": True})
 
 
 @for_people

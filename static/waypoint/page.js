@@ -516,8 +516,8 @@
         detail.shouldSwap = false;
       } else if (target.id === "cards" && (incoming.dataset.key === target.dataset.key || older)) {
         detail.shouldSwap = false; // the same requests: keep whatever is typed into them
-      } else if (target.id === "handoff" && older) {
-        detail.shouldSwap = false;
+      } else if (target.id === "handoff" && (older || incoming.dataset.key === target.dataset.key)) {
+        detail.shouldSwap = false; // the same offer or wait: keep the address being typed
       } else if (target.id === "memory") {
         if (incoming.dataset.key === target.dataset.key || older) {
           detail.shouldSwap = false;
@@ -554,6 +554,15 @@
       return true;
     }
 
+    function askForEmail() {
+      const more = document.querySelector("#handoff details.handoff-more");
+      if (more && document.querySelector("#team-status [data-ask-for-email]")) more.open = true;
+    }
+    document.addEventListener("htmx:afterSettle", (event) => {
+      if (event.detail.target && event.detail.target.id === "team-status") askForEmail();
+    });
+    askForEmail();
+
     document.addEventListener("htmx:oobAfterSwap", (event) => {
       // htmx sends this to every element the message swapped so far, with this swap's details,
       // and also when the swap was called off (an unchanged or older fragment): act once, on a swap.
@@ -573,6 +582,13 @@
         cardInteraction = null; // what the click led to is here and has the focus; its reply moves nothing
       }
       if (target && target.id === "notices" && target.children.length) target.scrollIntoView({ block: "nearest" });
+      // Control changed (asked for a person, went back, was taken): what is said of the team follows,
+      // and with nobody there the address for the reply is asked for in the open.
+      if (target && target.id === "handoff" && window.htmx) {
+        const team = document.getElementById("team-status");
+        if (team) htmx.trigger(team, "refresh");
+        askForEmail();
+      }
     });
 
     // A push after the first follows the head it names (data-after). When the page shows an older

@@ -104,7 +104,7 @@ class TestWhileWaiting:
         html = page(conversation).content.decode()
         assert "You&#x27;re 2nd in line · usually about 3 minutes" in html
         handoff.take_control(conversation_id=ahead["conversation_id"], staff="staff:dana", name="Dana", now=timezone.now())
-        refreshed = client.get(f"/c/{conversation['conversation_id']}/queue", {"token": conversation["token"]}).content.decode()
+        refreshed = client.get(f"/c/{conversation['conversation_id']}/team", {"token": conversation["token"]}).content.decode()
         assert "You&#x27;re next in line" in refreshed
 
     def test_an_email_left_keeps_the_request_past_its_time_out_and_a_reply_goes_to_it(
