@@ -218,7 +218,7 @@ def test_a_colleague_rescues_a_held_conversation_and_the_customer_sees_the_new_n
     screenshots(sam, "staff-rescued-from")
 
     # Dana hands it on to Sam again, from the list of colleagues.
-    dana.get_by_label("Hand to a colleague").select_option(label="Sam")
+    dana.get_by_label("Hand to a colleague").select_option(value="staff:sam")
     dana.get_by_role("button", name="Hand over").click()
     expect(sam.get_by_role("button", name="Send reply")).to_be_visible(timeout=10_000)
     expect(customer.get_by_text("You're chatting with Sam")).to_be_visible(timeout=10_000)
@@ -274,3 +274,41 @@ def test_a_customer_writing_in_a_conversation_you_hold_raises_your_badge_whereve
     for page in (customer, sam):
         page.context.close()
 
+
+
+def test_the_composer_sends_on_enter_and_inserts_a_saved_reply_with_a_slash(
+    browser, waypoint_server, staff, start_conversation, accessibility, screenshots
+):
+    waypoint_server.database.manage("shell", "-c", "from django.utils import timezone; from apps.staff.models import SavedReply; "
+                                    "SavedReply.objects.create(shortcut='refund-time', text='Refunds reach your card within 5 days.', "
+                                    "created_by='staff:dana', created_at=timezone.now())")
+    customer, cid = ask_for_a_person(browser, waypoint_server, start_conversation)
+    dana = logged_in(browser, waypoint_server, staff[0])
+    dana.goto(f"{waypoint_server.url}/staff/conversations/{cid}/")
+    dana.get_by_role("button", name="Take over", exact=True).click()
+    box = dana.get_by_label("Reply to the customer as Dana")
+
+    # Shift+Enter is a new line; Enter sends.
+    box.press_sequentially("Hello,")
+    box.press("Shift+Enter")
+    box.press_sequentially("Dana here.")
+    expect(box).to_have_value("Hello,\nDana here.")
+    box.press("Enter")
+    expect(customer.locator(".message.staff").last).to_contain_text("Dana here.", timeout=10_000)
+    expect(box).to_have_value("")
+    # The newest message is the last of the transcript, just above the composer.
+    expect(dana.locator("#transcript-messages > li").last).to_contain_text("Dana here.", timeout=10_000)
+
+    box.press_sequentially("/ref")
+    menu = dana.get_by_role("listbox", name="Saved replies")
+    expect(menu.get_by_role("option")).to_have_count(1)
+    expect(menu.get_by_role("option").first).to_contain_text("/refund-time")
+    accessibility(dana)
+    screenshots(dana, "staff-saved-reply-menu")
+    box.press("Enter")  # picks the reply, does not send
+    expect(box).to_have_value("Refunds reach your card within 5 days.")
+    expect(menu).to_be_hidden()
+    box.press("Enter")
+    expect(customer.locator(".message.staff").last).to_contain_text("within 5 days", timeout=10_000)
+    for page in (customer, dana):
+        page.context.close()

@@ -9,6 +9,7 @@ keys) get a `StaffAuditLog` row in the same transaction as the change.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -29,7 +30,7 @@ from apps.ledger import store
 from apps.ledger.types import QuarantineResolved, Recorded
 from apps.people import presence
 from apps.runs.models import WorkflowLog
-from apps.staff.models import StaffAuditLog
+from apps.staff.models import SavedReply, StaffAuditLog
 from apps.workspaces import keys
 from apps.workspaces.models import ApiKey
 
@@ -69,6 +70,24 @@ def staff_name(user: Any) -> str:
     `make superuser`), else their full name, else the team's word for them: never their login name.
     """
     return _shown_name(user, presence.display_names([staff_identity(user)]))
+
+
+SHORTCUT = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+
+
+def save_reply(*, shortcut: str, text: str, staff: str, now: datetime) -> SavedReply:
+    """
+    Add a saved reply, or change the text of the one with this shortcut.
+
+    :raises BadInput: a shortcut that is not one word of letters, digits and dashes, or no text
+    """
+    if not SHORTCUT.match(shortcut):
+        raise BadInput("a shortcut is one word of lowercase letters, digits and dashes (at most 40), such as refund-policy")
+    if not text or len(text) > 20_000:
+        raise BadInput("write the reply's text (at most 20,000 characters)")
+    check_clean(text, "text")
+    reply, _ = SavedReply.objects.update_or_create(shortcut=shortcut, defaults={"text": text, "created_by": staff, "created_at": now})
+    return reply
 
 
 def check_display_name(name: str) -> None:

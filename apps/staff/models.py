@@ -27,3 +27,19 @@ class StaffAuditLog(models.Model):
     @property
     def description(self) -> str:
         return self.action.replace("_", " ").replace("api key", "API key")
+
+
+class SavedReply(models.Model):
+    """A reply the team writes once and inserts with `/` in the composer (the workspace's, shared by every staff member)."""
+
+    shortcut = models.SlugField(max_length=40, unique=True)  # what follows the "/": /refund-policy
+    text = models.TextField()
+    created_by = models.CharField(max_length=300)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "staff_saved_replies"
+        ordering = ["shortcut"]
+
+    def __str__(self) -> str:
+        return f"/{self.shortcut}"

@@ -31,6 +31,7 @@ urlpatterns = [
     path("personas/", views.personas, name="personas"),
     path("profile/", views.profile, name="profile"),
     path("away", views.away, name="away"),
+    path("saved-replies/", views.saved_replies, name="saved_replies"),
     # Outgoing webhooks (docs/webhooks.md)
     path("webhooks/", webhook_views.webhooks, name="webhooks"),
     path("webhooks/deliveries/<int:delivery_id>/resend", webhook_views.resend, name="webhook_resend"),

@@ -28,6 +28,7 @@ from apps.ledger import replay
 from apps.ops import limits
 from apps.people import presence
 from apps.staff import actions, listing, queries
+from apps.staff.models import SavedReply
 from apps.workspaces import actions as workspace_actions
 
 INSPECTOR = "staff/conversation.html"
@@ -117,7 +118,8 @@ def _inspection(conversation_id, *, live: bool = False, since: int | None = None
 @staff_only
 @require_GET
 def inspector(request: HttpRequest, conversation_id) -> HttpResponse:
-    return render(request, INSPECTOR, {"c": _inspection(conversation_id)})
+    replies = [{"shortcut": r.shortcut, "text": r.text} for r in SavedReply.objects.all()[:500]]
+    return render(request, INSPECTOR, {"c": _inspection(conversation_id), "saved_replies": replies})
 
 
 @staff_only
@@ -472,3 +474,24 @@ def away(request: HttpRequest) -> HttpResponse:
     if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
         return redirect(target)
     return redirect("staff:conversations")
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def saved_replies(request: HttpRequest) -> HttpResponse:
+    """The team's saved replies: add one (a shortcut and its text), or delete one; the composer inserts them with `/`."""
+    if request.method == "POST" and request.POST.get("delete"):
+        SavedReply.objects.filter(pk=request.POST["delete"]).delete()
+        messages.success(request, "Saved reply deleted.")
+        return redirect("staff:saved_replies")
+    form = {}
+    if request.method == "POST":
+        form = {"shortcut": request.POST.get("shortcut", "").strip().lstrip("/").lower(), "text": request.POST.get("text", "").strip()}
+        try:
+            actions.save_reply(**form, staff=actions.staff_identity(request.user), now=timezone.now())
+        except BadInput as exc:
+            return render(request, "staff/saved_replies.html", {"replies": SavedReply.objects.all(), "form": form,
+                                                               "problem": exc.message}, status=422)
+        messages.success(request, f"Saved /{form['shortcut']}.")
+        return redirect("staff:saved_replies")
+    return render(request, "staff/saved_replies.html", {"replies": SavedReply.objects.all(), "form": form})

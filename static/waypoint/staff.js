@@ -213,3 +213,94 @@
   connect();
   setInterval(beat, HEARTBEAT_MS);
 })();
+
+// The holder's composer: Enter sends, Shift+Enter makes a new line; "/" at the start of the box
+// offers the team's saved replies (arrow keys and Enter, or a click, to insert one; Escape closes).
+(function () {
+  "use strict";
+  const source = document.getElementById("saved-replies");
+  const saved = source ? JSON.parse(source.textContent) : [];
+  let matches = [];
+  let chosen = 0;
+
+  function box() { return document.getElementById("staff-reply"); }
+  function menu() { return document.getElementById("saved-reply-menu"); }
+
+  function close() {
+    const list = menu();
+    if (list) { list.hidden = true; list.replaceChildren(); }
+    const field = box();
+    if (field) field.removeAttribute("aria-activedescendant");
+    matches = [];
+  }
+
+  function show() {
+    const field = box();
+    const list = menu();
+    if (!field || !list) return;
+    const typed = field.value.match(/^\/([a-z0-9-]*)$/i);
+    matches = typed ? saved.filter((r) => r.shortcut.startsWith(typed[1].toLowerCase())).slice(0, 8) : [];
+    if (!matches.length) { close(); return; }
+    chosen = Math.min(chosen, matches.length - 1);
+    list.replaceChildren(...matches.map((reply, i) => {
+      const item = document.createElement("li");
+      item.id = `saved-reply-${i}`;
+      item.setAttribute("role", "option");
+      item.setAttribute("aria-selected", String(i === chosen));
+      const name = document.createElement("strong");
+      name.textContent = `/${reply.shortcut}`;
+      const text = document.createElement("span");
+      text.textContent = reply.text.length > 80 ? `${reply.text.slice(0, 80)}…` : reply.text;
+      item.append(name, " ", text);
+      item.addEventListener("mousedown", (event) => { event.preventDefault(); insert(i); });
+      return item;
+    }));
+    list.hidden = false;
+    field.setAttribute("aria-activedescendant", `saved-reply-${chosen}`);
+  }
+
+  function insert(i) {
+    const field = box();
+    if (!field || !matches[i]) return;
+    field.value = matches[i].text;
+    close();
+    field.focus();
+    field.setSelectionRange(field.value.length, field.value.length);
+  }
+
+  document.addEventListener("input", (event) => { if (event.target.id === "staff-reply") { chosen = 0; show(); } });
+  document.addEventListener("keydown", (event) => {
+    const field = event.target;
+    if (field.id !== "staff-reply" || event.isComposing) return;
+    if (matches.length) {
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        chosen = (chosen + (event.key === "ArrowDown" ? 1 : matches.length - 1)) % matches.length;
+        show();
+        return;
+      }
+      if (event.key === "Enter" || event.key === "Tab") { event.preventDefault(); insert(chosen); return; }
+      if (event.key === "Escape") { event.preventDefault(); close(); return; }
+    }
+    if (event.key === "Enter" && !event.shiftKey && !event.ctrlKey && !event.altKey && !event.metaKey) {
+      event.preventDefault();
+      if (field.value.trim()) field.form.requestSubmit();
+    }
+  });
+  document.addEventListener("focusout", (event) => { if (event.target.id === "staff-reply") setTimeout(close, 0); });
+})();
+
+// The transcript reads downwards, the newest message last beside the composer: it opens scrolled to
+// the end and follows new messages while the reader is at the end (not while they read further up).
+(function () {
+  "use strict";
+  function list() { return document.getElementById("transcript-messages"); }
+  let atEnd = true;
+  function end() { const l = list(); if (l) l.scrollTop = l.scrollHeight; }
+  document.addEventListener("DOMContentLoaded", end);
+  document.addEventListener("scroll", (event) => {
+    const l = list();
+    if (event.target === l) atEnd = l.scrollHeight - l.scrollTop - l.clientHeight < 40;
+  }, true);
+  document.addEventListener("htmx:oobAfterSwap", () => { if (atEnd) end(); });
+})();
