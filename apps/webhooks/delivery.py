@@ -59,6 +59,11 @@ class Claim:
     until: datetime
 
 
+# A delivery keeps its last MAX_HISTORY attempts (the retry schedule has ten), each with its answer's first bytes.
+MAX_HISTORY = 20
+HISTORY_BYTES = 200
+
+
 @dataclass(frozen=True)
 class Answer:
     """What one attempt got: the status code (None: no answer), the answer's first bytes, its Retry-After."""
@@ -190,6 +195,7 @@ def record(claimed: Claim, answer: Answer, *, now: datetime | None = None) -> No
     now = now or timezone.now()
     delivery, code = claimed.delivery, answer.status_code
     delivery.attempts += 1
+    delivery.history = [*delivery.history, {"at": now.isoformat(), "status_code": code, "response": answer.text[:HISTORY_BYTES]}][-MAX_HISTORY:]
     if code is not None and 200 <= code < 300:
         _finish(claimed, "delivered", code, answer.text)
     elif code == 410:
@@ -212,7 +218,7 @@ def _finish(claimed: Claim, status: str, code: int | None, answer: str, *, next_
     delivery.status, delivery.last_status_code, delivery.last_response = status, code, answer[:FIRST_BYTES]
     delivery.next_attempt_at = next_attempt_at
     with transaction.atomic():
-        delivery.save(update_fields=["status", "attempts", "last_status_code", "last_response", "next_attempt_at"])
+        delivery.save(update_fields=["status", "attempts", "last_status_code", "last_response", "next_attempt_at", "history"])
         # Only this claim's mark: one that lapsed and was taken again belongs to its new attempt.
         WebhookEndpoint.objects.filter(pk=delivery.endpoint_id, busy_until=claimed.until).update(busy_until=None)
 

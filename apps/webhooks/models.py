@@ -47,6 +47,8 @@ class WebhookDelivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
     last_response = models.CharField(max_length=500, blank=True, default="")  # first bytes, or the error
+    # Each attempt, oldest first: {"at", "status_code" (null: no answer), "response" (its first bytes, or the error)}.
+    history = models.JSONField(default=list, blank=True)
     # When it is due; while a worker sends it, when that worker's claim lapses.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()

@@ -85,13 +85,13 @@ def _insert(conversation_id: str, rec: Recorded, type_: str, data: dict[str, Any
     prefix = f"msg_{conversation_id.replace('-', '')}_{rec.seq}_{also}"
     columns = ", ".join(d.column(n) for n in (
         "webhook_id", "endpoint", "type", "conversation_id", "assistant", "seq", "timestamp", "data",
-        "status", "attempts", "last_response", "next_attempt_at", "created_at",
+        "status", "attempts", "last_response", "history", "next_attempt_at", "created_at",
     ))
     text = (
         f"INSERT INTO {d.name} ({columns})"
         f" SELECT %s || CAST({e.name}.{e.column('id')} AS TEXT), {e.name}.{e.column('id')}, %s, %s,"
         f" (SELECT CAST({c.column('assistant')} AS TEXT) FROM {c.name} WHERE {c.column('id')} = %s),"
-        f" %s, %s, %s, 'pending', 0, '', %s, %s FROM {e.name}"
+        f" %s, %s, %s, 'pending', 0, '', '[]', %s, %s FROM {e.name}"
         f" WHERE {e.column('enabled')} AND {e.column('deleted_at')} IS NULL"
         f" AND ({e.column('events')} = '' OR {e.column('events')} LIKE %s)"
     )

@@ -58,3 +58,22 @@ def test_a_delivery_that_failed_and_will_be_tried_again_looks_unlike_a_fresh_one
     assert live.lstrip().startswith('<div id="endpoints"')
     assert f'<tr id="delivery-{failing.pk}" class="retrying">' in live and '<span class="badge failed">retrying</span>' in live
     assert f'<tr id="delivery-{fresh.pk}" class="">' in live
+
+
+def test_each_attempt_of_a_delivery_is_kept_and_shown(dana, settings):
+    from apps.webhooks import delivery
+
+    settings.WAYPOINT_WEBHOOK_ALLOW_PRIVATE = True
+    endpoint = endpoints.create(url="http://127.0.0.1:9/hook")  # nothing listens: each attempt gets no answer
+    sent = endpoints.send_test(endpoint)
+    for code, text in ((None, "connection refused"), (503, "busy"), (200, "ok")):
+        claimed = delivery.Claim(delivery=WebhookDelivery.objects.get(pk=sent.pk), until=None)
+        delivery.record(claimed, delivery.Answer(status_code=code, text=text))
+
+    row = WebhookDelivery.objects.get(pk=sent.pk)
+    live = dana.get("/staff/webhooks/", {"live": "1"}).content.decode()
+
+    assert [(a["status_code"], a["response"]) for a in row.history] == [(None, "connection refused"), (503, "busy"), (200, "ok")]
+    assert row.status == "delivered" and row.attempts == 3
+    shown = live[live.index(f'id="delivery-{sent.pk}"'):]
+    assert "· no answer</li>" in shown and "· 503</li>" in shown and "· 200</li>" in shown
