@@ -181,3 +181,20 @@ class TestWhileWaiting:
 
         assert refused.status_code == 409 and "Dana already has this conversation." in refused.content.decode()
         assert Conversation.objects.get(pk=cid).control_mode == "human"
+
+
+def test_a_conversation_with_each_new_entry_verifies_and_replays(client, started, person_assistant):
+    from apps.ledger import replay
+
+    conversation = started(assistant=person_assistant)
+    cid = conversation["conversation_id"]
+    post(client, conversation, "handoff")
+    post(client, conversation, "handoff/details", email="alice@example.com", reason="my parcel")
+    post(client, conversation, "handoff/cancel")
+    post(client, conversation, "handoff")
+
+    kinds = list(Event.objects.filter(conversation_id=cid).order_by("seq").values_list("kind", flat=True))
+    assert {"handoff_details", "handoff_cancelled"} <= set(kinds)
+    assert replay.verify(cid).ok
+    report = replay.replay(cid)
+    assert report.ok, report
