@@ -57,10 +57,15 @@ def test_two_staff_press_take_over_at_once_and_exactly_one_holds_it(
     for page in (dana, sam):
         page.goto(f"{waypoint_server.url}/staff/conversations/{cid}/")
         expect(page.get_by_role("button", name="Take over", exact=True)).to_be_visible()
-    # Both press at once: each click only starts its page's POST (htmx sends it asynchronously), so the
-    # two requests are in flight together and the server's row lock decides between them.
+    # Both press at once: each page clicks at the same moment of the one clock the browser's pages share
+    # (one after the other, a busy machine let the first take-over's push reach the second page before
+    # its click); each click only starts its page's POST, so the server's row lock decides between them.
+    at = dana.evaluate("() => Date.now()") + 1000
     for page in (dana, sam):
-        page.evaluate("() => document.querySelector('#control form button').click()")
+        page.evaluate("""(at) => setTimeout(() => {
+            const take = [...document.querySelectorAll('#control form button')].find((b) => b.textContent.trim() === 'Take over');
+            if (take) take.click();
+        }, at - Date.now())""", at)
 
     holder = None
     for page, name, other in ((dana, "Dana", "Sam"), (sam, "Sam", "Dana")):

@@ -51,6 +51,11 @@ def test_staff_see_deliveries_resend_one_and_disable_an_endpoint(browser, waypoi
     row = page.locator("tbody tr").first
     expect(row).to_contain_text("delivered")
     expect(row).to_contain_text("200")
+    # Each attempt is kept: the failed one and the resend that landed, in order.
+    attempts = row.get_by_role("list", name="Attempts of turn.completed").get_by_role("listitem")
+    expect(attempts.first).to_contain_text("· 500")
+    expect(attempts.last).to_contain_text("· 200")
+    screenshots(page, "staff-webhooks-attempts")
     ids = {d["headers"]["webhook-id"] for d in receiver.deliveries}
     assert len(ids) == 1 and len(receiver.deliveries) >= 2
 

@@ -204,9 +204,9 @@ def request_handoff(*, conversation_id: str, source: str, requested_by: str, rea
         return control_of(_fresh(conversation))
 
 
-def leave_details(*, conversation_id: str, persona: str, reason: Any = None, email: Any = None, now: datetime) -> None:
+def leave_details(*, conversation_id: str, persona: str, reason: Any = None, email: Any = None, now: datetime) -> dict[str, Any]:
     """
-    The waiting customer says why they want a person, or leaves an email address for the reply.
+    The waiting customer says why they want a person, or leaves an email address for the reply. Returns the control after it.
 
     :raises BadInput: an over-long reason, an address that is not one, or neither given
     :raises ControlConflict: nobody is being waited for (the request was taken, timed out or withdrawn)
@@ -220,6 +220,7 @@ def leave_details(*, conversation_id: str, persona: str, reason: Any = None, ema
         if conversation.control_mode != "queued":
             raise ControlConflict("Nobody is being waited for in this conversation any more.", holder=control_of(conversation)["staff"])
         _append(conversation, [HandoffDetails(persona=persona, reason=reason, email=email)], actor=persona, now=now)
+        return control_of(_fresh(conversation))
 
 
 def cancel_handoff(*, conversation_id: str, persona: str, now: datetime) -> dict[str, Any]:

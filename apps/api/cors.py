@@ -20,7 +20,7 @@ HEADERS = {
 }
 PREFLIGHT = {
     **HEADERS,
-    "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+    "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
     "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key, If-None-Match",
     "Access-Control-Max-Age": "600",
 }

@@ -350,6 +350,13 @@ class HandoffIn(Schema):
     reason: Annotated[str, Field(max_length=500)] | None = Field(None, description="why a person is wanted")
 
 
+class HandoffDetailsIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: Annotated[str, Field(max_length=500)] | None = Field(None, description="why a person is wanted")
+    email: Annotated[str, Field(max_length=254)] | None = Field(None, description="an address for the reply, by email")
+
+
 StaffPersona = Annotated[str, Field(pattern=r"^staff:[A-Za-z0-9_.@+\-]{1,100}$", description="staff:<id>", examples=["staff:dana"])]
 
 

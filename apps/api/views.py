@@ -303,6 +303,39 @@ def request_handoff(request: HttpRequest, payload: schemas.HandoffIn, id: str = 
 
 
 @api.post(
+    "/agent/conversations/{id}/handoff/details", response={200: schemas.ControlOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="While waiting for a person: why, or an email address for the reply", tags=["handoff"],
+    openapi_extra=DOCUMENTED_HEADERS,
+)
+def handoff_details(request: HttpRequest, payload: schemas.HandoffDetailsIn, id: str = ConversationId):
+    """
+    The waiting customer says why they want a person (the request's `reason`), or leaves an email
+    address: each reply a person writes while it stands is also sent to it, and the request no
+    longer times out (docs/handoff.md "Email follow-up"). 409 `control_conflict` when nobody is waited for.
+    """
+    principal = _principal(request)
+    conversation = _conversation(principal, id, "write")
+    control = handoff.leave_details(conversation_id=str(conversation.id), persona=principal.persona, reason=payload.reason,
+                                    email=payload.email, now=timezone.now())
+    return {"control": control}
+
+
+@api.delete(
+    "/agent/conversations/{id}/handoff", response={200: schemas.ControlOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
+    summary="Stop waiting for a person: back to the assistant", tags=["handoff"], openapi_extra=DOCUMENTED_HEADERS,
+)
+def cancel_handoff(request: HttpRequest, id: str = ConversationId):
+    """
+    The customer goes back to the assistant while waiting (`handoff_cancelled`): queued → agent.
+    409 `control_conflict` when a person took the conversation meanwhile (with `holder`) or the agent has it.
+    """
+    principal = _principal(request)
+    conversation = _conversation(principal, id, "write")
+    return {"control": handoff.cancel_handoff(conversation_id=str(conversation.id), persona=principal.persona,
+                                              now=timezone.now())}
+
+
+@api.post(
     "/agent/conversations/{id}/control", response={200: schemas.ControlOut, frozenset(BAD | ERRORS): schemas.ErrorOut},
     summary="Take over, or hand back to the assistant", tags=["handoff"], openapi_extra=DOCUMENTED_HEADERS,
 )

@@ -479,7 +479,10 @@ def waiting_for_a_person(*, now=None, limit: int = 200) -> list[dict[str, Any]]:
         with contextlib.suppress(ValueError, TypeError, AttributeError):
             request = json.loads(payload)
             asked[cid] = {"source": ASKED_BY.get(request.get("source"), str(request.get("source", ""))),
-                          "by": str(request.get("requested_by") or "")}
+                          "by": str(request.get("requested_by") or ""),
+                          # Whether they were promised a person (None: asked before the entry said).
+                          "promised": None if "staff_online" not in request
+                          else bool(request["staff_online"] and request.get("within_hours", True))}
     return [{"conversation": c, "assistant": c.assistant, "requested_at": c.control_requested_at, "reason": c.control_reason,
              "waited": waited(now - c.control_requested_at) if c.control_requested_at else "", "last_message": last.get(c.id, ""),
              "asked": asked.get(c.id)}

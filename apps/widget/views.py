@@ -424,13 +424,14 @@ def cancel_handoff(request: HttpRequest, conversation_id: str) -> HttpResponse:
 def team(request: HttpRequest, conversation_id: str) -> HttpResponse:
     """
     What the page says of the team (is someone there, when they are back, the place in line): the
-    page asks on load, every 30 s and after a change of control, since presence is not in the log.
+    page asks on load, after a change of control, and every 30 s while waiting (2 minutes
+    otherwise), since presence is not in the log.
     """
     grant = _grant(request, conversation_id)
     conversation = _conversation(conversation_id)
     return render(request, "widget/conversation.html#team", {
         "team": team_status(conversation, timezone.now()), "conversation_id": grant.conversation_id,
-        "token": request.GET.get("token", ""), "inner": True})
+        "token": request.GET.get("token", "")})
 
 
 @for_people

@@ -173,6 +173,30 @@ export class AgentConversation {
   }
 
   /**
+   * While waiting for a person: say why ({reason}), or leave an address ({email}) to which a person's
+   * replies are also sent. Resolves to the control; rejects with "control_conflict" when nobody is waited for.
+   */
+  async leaveHandoffDetails({ reason, email } = {}) {
+    const body = {};
+    if (reason) body.reason = reason;
+    if (email) body.email = email;
+    const result = await this._post("handoff/details", body, newKey());
+    this.refresh().catch((error) => this._report(error));
+    return result.control;
+  }
+
+  /**
+   * Stop waiting for a person: back to the assistant. Resolves to the control ({mode: "agent", …});
+   * rejects with "control_conflict" (its holder named) when a person took the conversation meanwhile.
+   */
+  async cancelHandoff() {
+    const path = `/v1/agent/conversations/${encodeURIComponent(this.conversationId)}/handoff`;
+    const response = await this.client.request("DELETE", path);
+    this.refresh().catch((error) => this._report(error));
+    return response.body.control;
+  }
+
+  /**
    * Submit the output of a pending client action (client tool, approval or question).
    * Resolves to {accepted: true, state} or, when someone else answered first, to
    * {accepted: false, conflict} after refreshing: conflict.accepted is the answer that stands.

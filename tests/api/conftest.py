@@ -40,6 +40,9 @@ class Api:
     def get(self, path: str, *, headers: dict | None = None, **params):
         return self.client.get(path, params, headers=self._headers(headers))
 
+    def delete(self, path: str, *, headers: dict | None = None):
+        return self.client.delete(path, headers=self._headers(headers))
+
     def create_assistant(self, **overrides) -> str:
         response = self.post("/v1/assistants", {**SUPPORT_CONFIG, **overrides})
         assert response.status_code == 201, response.content

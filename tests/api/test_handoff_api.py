@@ -216,3 +216,48 @@ class TestRescueAndReassign:
 
         assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_request"
         assert api.state(cid)["control"]["staff"]["id"] == "staff:sam"
+
+
+class TestWhileWaiting:
+    def test_the_customer_leaves_an_address_and_a_reason_then_goes_back_to_the_assistant(self, api: Api, handoff_assistant):
+        started = api.start("hello", assistant=handoff_assistant)
+        cid, customer = started["conversation_id"], api.as_(started["token"])
+        customer.post(path(cid, "handoff"), {})
+
+        left = customer.post(path(cid, "handoff/details"), {"email": "alice@example.com", "reason": "my parcel"})
+        back = customer.delete(path(cid, "handoff"))
+
+        assert left.status_code == 200 and left.json()["control"]["reason"] == "my parcel"
+        assert back.status_code == 200 and back.json()["control"]["mode"] == "agent"
+        assert api.state(cid)["control"]["mode"] == "agent"
+        # The address is the staff's to see: no state carries it.
+        assert "alice@example.com" not in str(api.state(cid))
+
+    def test_going_back_after_a_person_took_it_is_409_with_the_holder(self, api: Api, handoff_assistant):
+        started = api.start("hello", assistant=handoff_assistant)
+        cid, customer = started["conversation_id"], api.as_(started["token"])
+        customer.post(path(cid, "handoff"), {})
+        take(api, cid)
+
+        refused = customer.delete(path(cid, "handoff"))
+
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "control_conflict"
+        assert api.state(cid)["control"]["staff"]["name"] == "Dana"
+
+    @pytest.mark.parametrize("body", [{"email": "not an address"}, {}, {"email": "a@example.com", "extra": 1}])
+    def test_bad_details_are_refused_and_nothing_is_recorded(self, api: Api, handoff_assistant, body):
+        cid = api.start("hello", assistant=handoff_assistant)["conversation_id"]
+        api.post(path(cid, "handoff"), {})
+        head = api.state(cid)["seq"]
+
+        refused = api.post(path(cid, "handoff/details"), body)
+
+        assert refused.status_code in (400, 422) and "error" in refused.json()
+        assert api.state(cid)["seq"] == head
+
+    def test_details_while_nobody_is_waited_for_is_409(self, api: Api, handoff_assistant):
+        cid = api.start("hello", assistant=handoff_assistant)["conversation_id"]
+
+        refused = api.post(path(cid, "handoff/details"), {"reason": "x"})
+
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "control_conflict"
