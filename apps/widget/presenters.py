@@ -289,7 +289,6 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     handoff = handoff_settings(config)
     state["handoff_offered"] = handoff["enabled"] and control["mode"] == "agent" and state["conversation_status"] != "completed"
     state["queued_message"] = handoff["queued_message"] if control["mode"] == "queued" else ""
-
     if control["mode"] == "queued":
         state["control_text"] = "Waiting for a person…"
     elif control["mode"] == "human":
@@ -313,7 +312,7 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
 def team_status(conversation, now: datetime) -> dict[str, Any]:
     """
     What the page says of the team where a person is offered or waited for, from who is at the panel
-    now and the office hours (`handoff.team`), not from the log: `#team-status` asks for it on its
+    now and the office hours (`apps/agent/handoff.py` `team`), not from the log: `#team-status` asks for it on its
     own (`widget:team`), so the log's fragments, shared by every viewer of a head, never hold it.
 
     Empty where no person is offered nor waited for.

@@ -376,18 +376,16 @@ def continue_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
     return _after_post(request, conversation_id, grant)
 
 
-@for_people
-@csrf_exempt
-@require_POST
-def request_handoff(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    """Talk to a person: the customer asks for one (PRODUCT.md "Human handoff")."""
+NO_PERSON = "No one can be reached here right now; the assistant keeps helping."
+
+
+def _handoff_change(request: HttpRequest, conversation_id: str, change) -> HttpResponse:
+    """A customer's change to who answers them, `change(grant)`: the page's fragments after it, or its refusal in words."""
     grant = _grant(request, conversation_id, "write")
     try:
-        handoff.request_handoff(conversation_id=conversation_id, source="customer", requested_by=grant.persona,
-                                now=timezone.now())
+        change(grant)
     except WaypointError as exc:
-        notice = "No one can be reached here right now; the assistant keeps helping." if exc.code == "handoff_unavailable" \
-            else exc.message
+        notice = NO_PERSON if exc.code == "handoff_unavailable" else exc.message
         return _after_post(request, conversation_id, grant, status=exc.status, notice=notice)
     return _after_post(request, conversation_id, grant)
 
@@ -395,15 +393,20 @@ def request_handoff(request: HttpRequest, conversation_id: str) -> HttpResponse:
 @for_people
 @csrf_exempt
 @require_POST
+def request_handoff(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """Talk to a person: the customer asks for one (PRODUCT.md "Human handoff")."""
+    return _handoff_change(request, conversation_id, lambda grant: handoff.request_handoff(
+        conversation_id=conversation_id, source="customer", requested_by=grant.persona, now=timezone.now()))
+
+
+@for_people
+@csrf_exempt
+@require_POST
 def handoff_details(request: HttpRequest, conversation_id: str) -> HttpResponse:
     """While waiting for a person: why, or an email address for the reply (docs/handoff.md "Email follow-up")."""
-    grant = _grant(request, conversation_id, "write")
-    try:
-        handoff.leave_details(conversation_id=conversation_id, persona=grant.persona, reason=request.POST.get("reason"),
-                              email=request.POST.get("email"), now=timezone.now())
-    except WaypointError as exc:
-        return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
-    return _after_post(request, conversation_id, grant)
+    return _handoff_change(request, conversation_id, lambda grant: handoff.leave_details(
+        conversation_id=conversation_id, persona=grant.persona, reason=request.POST.get("reason"),
+        email=request.POST.get("email"), now=timezone.now()))
 
 
 @for_people
@@ -411,12 +414,8 @@ def handoff_details(request: HttpRequest, conversation_id: str) -> HttpResponse:
 @require_POST
 def cancel_handoff(request: HttpRequest, conversation_id: str) -> HttpResponse:
     """Back to the assistant: the customer stops waiting for a person."""
-    grant = _grant(request, conversation_id, "write")
-    try:
-        handoff.cancel_handoff(conversation_id=conversation_id, persona=grant.persona, now=timezone.now())
-    except WaypointError as exc:
-        return _after_post(request, conversation_id, grant, status=exc.status, notice=exc.message)
-    return _after_post(request, conversation_id, grant)
+    return _handoff_change(request, conversation_id, lambda grant: handoff.cancel_handoff(
+        conversation_id=conversation_id, persona=grant.persona, now=timezone.now()))
 
 
 @for_people
