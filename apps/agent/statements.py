@@ -160,13 +160,14 @@ ORPHANED = Statement(
 )
 
 # Whether the clock has work (runner.housekeep): a pending client action past its expiry, a handoff
-# request waiting in the queue, a person's reply to send by email.
+# request waiting in the queue that can time out (not one with an email address left), a person's
+# reply to send by email.
 HOUSEKEEPING_DUE = Statement(
     """
     SELECT
       EXISTS (SELECT 1 FROM {usage} WHERE {usage.status} = 'pending' AND {usage.expires_at} <= %s),
       EXISTS (SELECT 1 FROM {conversations} WHERE {conversations.control_mode} = 'queued'
-              AND {conversations.control_requested_at} IS NOT NULL),
+              AND {conversations.control_requested_at} IS NOT NULL AND {conversations.control_email} = ''),
       EXISTS (SELECT 1 FROM {follow_ups} WHERE {follow_ups.status} = 'pending' AND {follow_ups.next_attempt_at} <= %s)
     """,
     tables={"usage": ToolUsageLog, "conversations": Conversation, "follow_ups": EmailFollowUp},

@@ -198,3 +198,23 @@ def test_a_conversation_with_each_new_entry_verifies_and_replays(client, started
     assert replay.verify(cid).ok
     report = replay.replay(cid)
     assert report.ok, report
+
+
+def test_housekeeping_sends_a_follow_up_that_was_not_sent_and_leaves_a_request_with_an_address_queued(started, person_assistant):
+    from apps.agent import runner
+
+    cid = started(assistant=person_assistant)["conversation_id"]
+    now = timezone.now()
+    handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", now=now)
+    handoff.leave_details(conversation_id=cid, persona="guest:alice", email="alice@example.com", now=now)
+    handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=now)
+    handoff.staff_message(conversation_id=cid, staff="staff:dana", text="On it.", now=now)  # its wake never ran: no commit here
+    handoff.return_control(conversation_id=cid, staff="staff:dana", now=now)
+    other = started(assistant=person_assistant)["conversation_id"]
+    handoff.request_handoff(conversation_id=other, source="customer", requested_by="guest:bob", now=now)
+    handoff.leave_details(conversation_id=other, persona="guest:bob", email="bob@example.com", now=now)
+
+    runner.housekeep(now=now + timedelta(hours=1))
+
+    assert [m.to for m in mail.outbox] == [["alice@example.com"]]
+    assert Conversation.objects.get(pk=other).control_mode == "queued"
