@@ -35,11 +35,10 @@ def my_presence(me: str) -> dict[str, str]:
 
     from apps.people import presence
 
-    status = presence.status(me, timezone.now())
     profile = presence.profile(me)
-    if profile is not None and profile.away:
+    if profile is not None and profile.away:  # chosen: the sockets need not be read
         return {"status": "away", "why": "away-chosen", "label": "Away"}
-    if status == "away":
+    if presence.status(me, timezone.now()) == "away":
         return {"status": "away", "why": "away-idle", "label": "Away (idle)"}
     return {"status": "online", "why": "online", "label": "Online"}
 
