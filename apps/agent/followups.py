@@ -54,10 +54,6 @@ def send_due(*, now: datetime, limit: int = 20) -> int:
     return sent
 
 
-def any_due(now: datetime) -> bool:
-    return EmailFollowUp.objects.filter(status="pending", next_attempt_at__lte=now).exists()
-
-
 def _send(row: EmailFollowUp, *, now: datetime) -> None:
     who = row.name or "A person from the team"
     lines = [f"{who} replied to your conversation:", "", row.text, ""]
