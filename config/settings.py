@@ -251,6 +251,9 @@ WAYPOINT_RECOVERY_INTERVAL_SECONDS = env.float("WAYPOINT_RECOVERY_INTERVAL_SECON
 # one round trip when nothing is due (runner.housekeep).
 WAYPOINT_HOUSEKEEPING_INTERVAL_SECONDS = env.float("WAYPOINT_HOUSEKEEPING_INTERVAL_SECONDS", default=15.0)
 WAYPOINT_FAULT_AT = env.str("WAYPOINT_FAULT_AT", default="")
+# Where people reach this deployment: the links it sends out of band (an approval's `approve_url`
+# in a webhook) start with it.
+WAYPOINT_PUBLIC_URL = env.str("WAYPOINT_PUBLIC_URL", default="http://127.0.0.1:8000").rstrip("/")
 WAYPOINT_LOAD_DEMO = env.bool("WAYPOINT_LOAD_DEMO", default=False)
 # A model name on WAYPOINT_OPENAI_BASE_URL for the demo assistant; unset: the scripted demo.
 WAYPOINT_DEMO_MODEL = env.str("WAYPOINT_DEMO_MODEL", default="")

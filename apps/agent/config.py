@@ -19,14 +19,14 @@ from apps.agent.calls import BUILTINS, CLASSES
 from apps.agent.handoff import HANDOFF_DEFAULTS, handoff_settings, offers_handoff_tool  # noqa: F401 - read here
 from apps.agent.hours import check_hours
 from apps.agent.knowledge import check_knowledge
-from apps.agent.tools import check_date_bounds, check_tool_words
+from apps.agent.tools import check_approval, check_date_bounds, check_tool_words
 
 PROVIDERS = {"scripted", "openai"}
 MODES = {"agent", "simple"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 TOOL_CHOICES = ("auto", "none", "required")
 # The outcomes of the previous call a scripted `say` step may depend on (apps/agent/providers/scripted.py `outcome`).
-WHEN = ("approved", "denied", "declined", "failed", "found", "not_found")
+WHEN = ("approved", "denied", "declined", "failed", "expired", "found", "not_found")
 MAX_INSTRUCTIONS_CHARS = 20_000
 
 
@@ -155,7 +155,7 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
         problems.append("allowed_origins: must be a list of origins like https://shop.example")
     out.setdefault("required_approver", "")
     if not isinstance(out["required_approver"], str):
-        problems.append("required_approver: must be a persona identity")
+        problems.append('required_approver: must be a persona identity, or "staff"')
     out["handoff"] = _check_handoff(config.get("handoff", {}), problems)
     if "knowledge" in config:
         out["knowledge"] = check_knowledge(config["knowledge"], problems)
@@ -207,6 +207,7 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
             problems.append(f"{at}.parameters: must be a JSON schema object")
         check_tool_words(tool, at, problems)
         check_date_bounds(tool, at, problems)
+        check_approval(tool, at, problems)
         normalised_tools.append({**tool, "parameters": params, "requires_approval": bool(tool.get("requires_approval"))})
     out["tools"] = normalised_tools
 

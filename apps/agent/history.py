@@ -218,12 +218,12 @@ def _read_turn(turn_id: str, events: list[Recorded], forgotten: set[tuple[str, s
     if not any(e.kind == "turn_dispatched" for e in events):
         return None, [], {}, None
     state = turns.turn_state(events)
-    successes = [action_key(c.tool, c.arguments) for c in state.calls.values() if c.finished is not None and c.finished.ok]
+    successes = [action_key(c.tool, c.run_arguments) for c in state.calls.values() if c.finished is not None and c.finished.ok]
     keys = {(turn_id, c.call_id): c.idempotency_key for c in state.calls.values() if c.idempotency_key}
     attempt = None
     if state.ambiguous_call:
         call = state.calls[state.ambiguous_call]
-        attempt = Attempt(turn_id, call.call_id, call.tool, call.arguments, call.attempted_at, call.idempotency_key)
+        attempt = Attempt(turn_id, call.call_id, call.tool, call.run_arguments, call.attempted_at, call.idempotency_key)
     status = TurnStatus.INTERRUPTED if state.ambiguous_call else _STATUS.get(state.ended, TurnStatus.OPEN)
     rounds = [_forget(r, turn_id, forgotten) for r in turns.past_rounds(state, settled=True)]
     past = PastTurn(turn_id, "" if state.continuation else state.message, state.continuation, rounds, state.reply, status)

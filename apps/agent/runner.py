@@ -39,6 +39,7 @@ from apps.actions.registry import ACTIONS, ActionCall, ActionError
 from apps.agent import calls, followups, handoff, history, knowledge, turns
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.agent.statements import ASSISTANT_CONFIG, HOUSEKEEPING_DUE, ORPHANED, assistant_config
+from apps.agent.tools import approval_settings, named_approver
 from apps.conversations import broadcast, faults, lease
 from apps.conversations import statements as conversation_statements
 from apps.conversations.actions import locked, new_id
@@ -49,6 +50,7 @@ from apps.ledger.types import (
     ActionFinished,
     ActionStarted,
     ApprovalRequest,
+    ApprovalResponse,
     ClientActionRequested,
     CompletionRequested,
     ConversationCompleted,
@@ -768,7 +770,7 @@ def _reattempt(call: turns.CallState, tool: dict, earlier: history.History) -> d
         return {}
     if call.reattempt_of:
         return call.reattempt_of
-    attempt = earlier.reattempt_of(call.tool, call.arguments)
+    attempt = earlier.reattempt_of(call.tool, call.run_arguments)
     return attempt.link() if attempt else {}
 
 
@@ -778,13 +780,21 @@ def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call:
         return QuestionRequest(run_id=run.run_id, call_id=call.call_id, question=question, arguments={})
     tool = next(t for t in config["tools"] if t["name"] == call.tool)
     if tool["kind"] == "server":
+        settings_ = approval_settings(tool)
+        required = state.required_approver or config.get("required_approver", "")
+        # A required approver of "staff" raises every approval of the turn to the team; never lowers one.
+        approver = "staff" if required == "staff" else settings_["approver"]
+        seconds = settings_["expires_in_seconds"]
         return ApprovalRequest(
             run_id=run.run_id,
             call_id=call.call_id,
             tool=call.tool,
             arguments=call.arguments,
-            required_approver=state.required_approver or config.get("required_approver", ""),
+            required_approver=named_approver(required, approver),
             reattempt_of=_reattempt(call, tool, earlier),
+            approver="" if approver == "customer" else approver,
+            expires_at=store.iso(timezone.now() + timedelta(seconds=seconds)) if seconds else "",
+            editable=settings_["editable"],
         )
     expires_at = ""
     if state.mode == "simple":
@@ -827,7 +837,7 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
         call_id=call.call_id,
         tool=call.tool,
         action=action.name,
-        arguments=call.arguments,
+        arguments=call.run_arguments,  # as approved: an approver's changes included
         side_effecting=side_effecting,
         idempotency_key=first_key,
         attempt=step.attempt,
@@ -836,7 +846,7 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
     if not read_only:
         commit([started])  # before the action runs: a crash then leaves a start without a finish
     try:
-        output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.arguments,
+        output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.run_arguments,
                                        workspace=Workspace(cid, lease=held.token), first_key=first_key))
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output=output)
     except ActionError as exc:
@@ -906,7 +916,7 @@ def housekeep(*, now) -> None:
     """
     [(expiring, queued, replied)] = HOUSEKEEPING_DUE.rows(now, now)
     if expiring:
-        expire_simple_runs(now=now)
+        expire_requests(now=now)
     if queued:
         handoff.time_out_handoffs(now=now)  # the queue's clock: requests that nobody took in time
     if replied:
@@ -914,8 +924,15 @@ def housekeep(*, now) -> None:
     workspace_actions.reconcile(now=now)
 
 
-def expire_simple_runs(*, now) -> int:
-    """Mark simple runs whose pending client action passed its expiry as `expired`."""
+def expire_requests(*, now) -> int:
+    """
+    Resolve the pending requests whose time ran out: approvals as `expired`, simple runs as a whole.
+
+    An approval that expired is answered by the clock (PRODUCT.md "Approvals: expiry, edits,
+    approvers") and its run goes on; a simple run's client action that expired ends the run as
+    `expired`. Each is decided under the conversation's row lock on what is still pending then,
+    so two processes' clocks and a person answering at the same moment resolve it once.
+    """
     expired = 0
     due = (
         ToolUsageLog.objects.filter(status="pending", expires_at__lte=now)
@@ -925,13 +942,41 @@ def expire_simple_runs(*, now) -> int:
     for cid, run_id, turn_id in due:
         with transaction.atomic():
             conversation = locked(str(cid))
+            run = WorkflowLog.objects.filter(run_id=run_id, status="waiting").first()
+            if run is None:
+                continue
+            if expire_approvals(conversation, run, now=now):
+                expired += 1
+                continue
             calls = list(ToolUsageLog.objects.filter(run_id=run_id, status="pending").values_list("call_id", flat=True))
-            if not calls or not WorkflowLog.objects.filter(run_id=run_id, status="waiting").exists():
+            if not calls:
                 continue
             recorded = store.append(conversation, [TurnExpired(run_id=run_id, call_ids=calls)], turn_id=turn_id, actor="system", now=now)
             broadcast.on_commit(cid, recorded[-1].seq)
             expired += 1
     return expired
+
+
+def expire_approvals(conversation, run: WorkflowLog, *, now) -> int:
+    """
+    Resolve a waiting run's approvals that passed their time as `expired`, in the caller's transaction.
+
+    The caller holds the conversation's row lock. The run resumes once nothing else of it is
+    pending: the model is told `{"expired": true}` and may go on. Returns how many expired.
+    """
+    due = list(ToolUsageLog.objects.filter(run_id=run.run_id, kind="approval", status="pending", expires_at__lte=now)
+               .order_by("requested_at", "id").values_list("call_id", flat=True))
+    if not due:
+        return 0
+    remaining = set(run.pending) - set(due)
+    events = [ApprovalResponse(run_id=run.run_id, call_id=call_id, decision="expired", reviewed={},
+                               run_resumes=not remaining and i == len(due) - 1) for i, call_id in enumerate(due)]
+    recorded = store.append(conversation, events, turn_id=run.turn_id, actor="system", now=now)
+    broadcast.on_commit(str(conversation.id), recorded[-1].seq)
+    if not remaining:
+        held = claim(str(conversation.id))
+        transaction.on_commit(partial(kick, str(conversation.id), held))
+    return len(due)
 
 
 def start() -> None:

@@ -92,7 +92,8 @@ def _state(conversation: Conversation, message_rows, change_rows, run_rows, usag
     answered: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     if run is not None:
-        for call_id, kind, tool, arguments, requested_at, reattempt_of, status, output, answered_by, answered_at in usages:
+        for (call_id, kind, tool, arguments, requested_at, reattempt_of, status, output, answered_by, answered_at,
+             approver, expires_at, editable) in usages:
             item = {
                 "call_id": call_id,
                 "kind": KIND_NAMES[kind],
@@ -100,6 +101,11 @@ def _state(conversation: Conversation, message_rows, change_rows, run_rows, usag
                 "arguments": arguments,
                 "requested_at": _when(requested_at),
                 "reattempt_of": reattempt_of or None,
+                # PRODUCT.md "Approvals: expiry, edits, approvers": who answers an approval, what they
+                # may change, and until when any request waits (an approval's expiry, a simple run's).
+                "approver": (approver or "customer") if kind == "approval" else None,
+                "editable": (editable or []) if kind == "approval" else None,
+                "expires_at": _when(expires_at),
             }
             if status == "pending":
                 pending.append(item)

@@ -95,7 +95,8 @@ LATEST_RUN = Statement(
 LATEST_RUN_USAGE = Statement(
     """
     SELECT {usages.call_id}, {usages.kind}, {usages.tool}, {usages.arguments}, {usages.requested_at}, {usages.reattempt_of},
-           {usages.status}, {usages.output}, {usages.answered_by}, {usages.answered_at}
+           {usages.status}, {usages.output}, {usages.answered_by}, {usages.answered_at},
+           {usages.approver}, {usages.expires_at}, {usages.editable}
     FROM {usages}
     WHERE {usages.run_id} = (SELECT {runs.run_id} FROM {runs} WHERE {runs.conversation} = %s
                              ORDER BY {runs.dispatched_seq} DESC LIMIT 1)
@@ -104,7 +105,8 @@ LATEST_RUN_USAGE = Statement(
     tables={"usages": ToolUsageLog, "runs": WorkflowLog},
     params=("runs.conversation",),
     returns=("usages.call_id", "usages.kind", "usages.tool", "usages.arguments", "usages.requested_at", "usages.reattempt_of",
-             "usages.status", "usages.output", "usages.answered_by", "usages.answered_at"),
+             "usages.status", "usages.output", "usages.answered_by", "usages.answered_at",
+             "usages.approver", "usages.expires_at", "usages.editable"),
 )
 
 LATEST_RUN_ACTIONS = Statement(

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import re
 import string
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
+
+import jsonschema
 
 MAX_DISPLAY_NAME = 80
 MAX_SUMMARY = 300
@@ -76,7 +78,8 @@ def check_tool_words(tool: dict[str, Any], at: str, problems: list[str]) -> None
                         f"{'is' if len(missing) == 1 else 'are'} not among the tool's parameters")
 
 
-def _value_text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """An argument's value as people read it: text as it is, yes/no, a number, else its JSON."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -105,7 +108,7 @@ def summary(tool: dict[str, Any], arguments: Any) -> str:
     for literal, name, _, _ in parsed:
         out.append(literal)
         if name is not None:
-            out.append(_value_text(values[name]) if name in values and values[name] is not None else "…")
+            out.append(value_text(values[name]) if name in values and values[name] is not None else "…")
     return "".join(out)
 
 
@@ -239,3 +242,194 @@ def progress_phrase(tool: dict[str, Any], name: str, arguments: Any = None) -> s
         if text:
             return text + "…"
     return f"{display_name(tool, name)}…"
+
+
+# --- approvals: expiry, edits, approvers (PRODUCT.md "Approvals: expiry, edits, approvers") --------
+
+APPROVERS = ("customer", "staff", "any")
+MAX_APPROVAL_SECONDS = 30 * 86_400
+
+
+def approval_settings(tool: dict[str, Any] | None) -> dict[str, Any]:
+    """A tool's `approval` block with its defaults: no expiry, nothing editable, the customer approves."""
+    given = (tool or {}).get("approval")
+    given = given if isinstance(given, dict) else {}
+    return {"expires_in_seconds": given.get("expires_in_seconds"), "editable": list(given.get("editable") or []),
+            "approver": given.get("approver") or "customer"}
+
+
+def named_approver(required: str, approver: str) -> str:
+    """
+    The one persona who may answer an approval, or "" for anyone its `approver` class allows.
+
+    `required` is a turn's or an assistant's `required_approver`: "staff" raises the class to the
+    team and names nobody; a persona outside the team beside a team approval would leave nobody who
+    may answer, so the team's class stands alone then.
+    """
+    if not required or required == "staff":
+        return ""
+    if approver == "staff" and not required.startswith("staff:"):
+        return ""
+    return required
+
+
+def check_approval(tool: dict[str, Any], at: str, problems: list[str]) -> None:
+    """Check a tool's `approval` block: only on a tool that needs approval; editable fields are its parameters."""
+    if "approval" not in tool:
+        return
+    block = tool["approval"]
+    if not isinstance(block, dict):
+        problems.append(f"{at}.approval: must be an object")
+        return
+    if not tool.get("requires_approval"):
+        problems.append(f"{at}.approval: only a tool with requires_approval true has an approval to set up")
+    unknown = sorted(set(block) - {"expires_in_seconds", "editable", "approver"})
+    if unknown:
+        problems.append(f"{at}.approval: unknown keys {unknown} (expires_in_seconds, editable, approver)")
+    seconds = block.get("expires_in_seconds")
+    if "expires_in_seconds" in block and not (
+        isinstance(seconds, int) and not isinstance(seconds, bool) and 1 <= seconds <= MAX_APPROVAL_SECONDS
+    ):
+        problems.append(f"{at}.approval.expires_in_seconds: a whole number of seconds from 1 to {MAX_APPROVAL_SECONDS} (30 days)")
+    if "approver" in block and block["approver"] not in APPROVERS:
+        problems.append(f"{at}.approval.approver: one of {', '.join(APPROVERS)}")
+    editable = block.get("editable", [])
+    if not isinstance(editable, list) or not all(isinstance(n, str) for n in editable) or len(set(editable)) != len(editable):
+        problems.append(f"{at}.approval.editable: a list of the tool's parameter names, each once")
+        return
+    missing = [n for n in editable if n not in _properties(tool)]
+    if missing:
+        problems.append(f"{at}.approval.editable: {', '.join(missing)} "
+                        f"{'is' if len(missing) == 1 else 'are'} not among the tool's parameters")
+
+
+def _schema_problem(spec: Any, value: Any, label: str) -> str:
+    """Why `value` does not fit a parameter's JSON schema, in words, or ""."""
+    if not isinstance(spec, dict):
+        return ""
+    try:
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(spec).iter_errors(value))
+    except jsonschema.exceptions.SchemaError:
+        return ""  # a tool's own schema that is not one: checked nowhere else, so it does not block an edit
+    if error is None:
+        return ""
+    kind = spec.get("type")
+    if error.validator == "type" and isinstance(kind, str):
+        article = "an" if kind[:1] in "aeiou" else "a"
+        return f"{label} must be {article} {kind}"
+    return f"{label}: {error.message}"
+
+
+def edit_problem(tool: dict[str, Any], editable: list[str], edits: Any, arguments: dict[str, Any] | None = None) -> str:
+    """
+    Why edited arguments cannot be approved, or "": only `editable` fields, each valid for the tool's schema.
+
+    With the call's `arguments`, the edited whole is checked against the tool's schema too (rules
+    across fields), unless the call itself did not fit it: then only the edits are the approver's.
+    """
+    if not isinstance(edits, dict) or not edits:
+        return "edited_arguments must be an object of the fields you changed"
+    props = _properties(tool)
+    for name, value in edits.items():
+        if name not in editable:
+            allowed = ", ".join(editable) if editable else "none"
+            return f"{name} cannot be edited (editable: {allowed})"
+        spec = props.get(name)
+        label = (spec.get("title") if isinstance(spec, dict) else None) or name
+        if value is None and name in ((tool.get("parameters") or {}).get("required") or []):
+            return f"{label} is required"
+        if problem := _schema_problem(spec, value, label):
+            return problem
+    params = tool.get("parameters")
+    if isinstance(arguments, dict) and isinstance(params, dict) and not _schema_problem(params, arguments, "the call"):
+        return _schema_problem(params, {**arguments, **edits}, "the changed call")
+    return ""
+
+
+def changes_text(arguments: dict[str, Any], edits: dict[str, Any]) -> str:
+    """What an approval with changes changed, as people read it: "amount 20 → 15, note … → Thanks"."""
+    parts = []
+    for name, value in edits.items():
+        before = arguments.get(name) if isinstance(arguments, dict) else None
+        if before == value:
+            continue
+        parts.append(f"{name} {'…' if before is None else value_text(before)} → {value_text(value)}")
+    return ", ".join(parts)
+
+
+def edited_text(edits: dict[str, Any]) -> str:
+    """The edited fields as the model is told them: "amount 15, note Thanks"."""
+    return ", ".join(f"{name} {value_text(value)}" for name, value in edits.items())
+
+
+# --- forms: a client action's fields, an approval's Edit ---------------------------------------------
+
+_INPUT_TYPES = {"date": "date", "email": "email", "uri": "url", "date-time": "datetime-local"}
+
+
+def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Form fields for a client tool's JSON-schema parameters (flat objects of scalars)."""
+    props = (schema or {}).get("properties") or {}
+    required = set((schema or {}).get("required") or [])
+    fields = []
+    for name, spec in props.items():
+        spec = spec if isinstance(spec, dict) else {}
+        kind = spec.get("type", "string")
+        input_type = "number" if kind in ("number", "integer") else _INPUT_TYPES.get(spec.get("format", ""), "text")
+        low, high = date_bounds(spec, today=datetime.now(UTC).date())
+        fields.append(
+            {"name": name, "label": spec.get("title") or name.replace("_", " ").capitalize(), "input_type": input_type,
+             "required": name in required or len(props) == 1, "type": kind, "min": low, "max": high}
+        )
+    if not fields:
+        fields.append({"name": "value", "label": "Value", "input_type": "text", "required": True, "type": "string"})
+    return fields
+
+
+def form_output(fields: list[dict[str, Any]], data) -> dict[str, Any]:
+    """Read a client-action form post back into the tool's output object."""
+    out: dict[str, Any] = {}
+    for field in fields:
+        raw = data.get(f"field.{field['name']}", "")
+        if field["type"] in ("number", "integer") and raw != "":
+            try:
+                out[field["name"]] = int(raw) if field["type"] == "integer" else float(raw)
+            except ValueError:
+                out[field["name"]] = raw
+        else:
+            out[field["name"]] = raw
+    if list(out) == ["value"]:
+        return {"value": out["value"]}
+    return out
+
+
+def edit_fields(tool: dict[str, Any], call: dict[str, Any]) -> list[dict[str, Any]]:
+    """
+    The fields of an approval's Edit: one per editable argument, typed by the tool's schema, each
+    with the value the assistant asked for (`was`) and a form value to start from.
+    """
+    editable = call.get("editable") or []
+    if not editable:
+        return []
+    params = tool.get("parameters") or {}
+    props = params.get("properties") or {}
+    schema = {"type": "object", "properties": {n: props.get(n, {}) for n in editable}, "required": params.get("required") or []}
+    fields = form_fields(schema)
+    for field in fields:
+        value = call["arguments"].get(field["name"])
+        field["was"] = "—" if value is None else value_text(value)
+        field["value"] = "" if value is None else (value if isinstance(value, int | float | str) else json.dumps(value))
+        field["required"] = field["name"] in schema["required"]
+    return fields
+
+
+def edited_arguments(call: dict[str, Any], fields: list[dict[str, Any]], data) -> dict[str, Any]:
+    """The fields of an Edit that differ from what the assistant asked for, typed as the tool's schema says."""
+    typed = form_output(fields, data)
+    edits = {}
+    for name, value in typed.items():
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # "15" in a number field is the 15 the assistant would have written
+        if value != call["arguments"].get(name) and not (value == "" and call["arguments"].get(name) is None):
+            edits[name] = value
+    return edits

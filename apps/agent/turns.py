@@ -15,6 +15,7 @@ from apps.actions.registry import ACTIONS
 from apps.agent import calls
 from apps.agent.config import tool_by_name
 from apps.agent.providers import PastRound, ToolCall
+from apps.agent.tools import edited_text
 from apps.ledger.types import (
     ActionFinished,
     ActionStarted,
@@ -63,6 +64,16 @@ class CallState:
     reattempt_of: dict[str, Any] | None = None  # the earlier attempt an approval request repeats
     expired: bool = False
     vendor_id: str = ""  # the model vendor's id for the call, for the wire only
+
+    @property
+    def edits(self) -> dict[str, Any]:
+        """The arguments its approver changed before approving ({} for none)."""
+        return (self.answer or {}).get("edited_arguments") or {}
+
+    @property
+    def run_arguments(self) -> dict[str, Any]:
+        """The arguments its action runs with: the model's, as its approver changed them."""
+        return {**self.arguments, **self.edits} if self.edits else self.arguments
 
 
 @dataclass
@@ -123,6 +134,8 @@ def turn_state(events: list[Recorded]) -> TurnState:
                 s.calls[e.call_id].answered_by = e.answered_by
             case ApprovalResponse() as e:
                 s.calls[e.call_id].answer = {"decision": e.decision, "reviewed": e.reviewed}
+                if e.edited_arguments:
+                    s.calls[e.call_id].answer["edited_arguments"] = e.edited_arguments
                 s.calls[e.call_id].answered_by = e.answered_by
             case QuestionResponse() as e:
                 s.calls[e.call_id].answer = {"declined": True} if e.declined else {"answer": e.answer}
@@ -207,6 +220,12 @@ def call_result(call: CallState, *, settled: bool = False) -> Any:
         return {"status": "abandoned", "note": note}
     if call.answer is not None and "decision" in call.answer and call.answer["decision"] == "deny":
         return {"denied": True, "answered_by": call.answered_by}
+    if call.answer is not None and call.answer.get("decision") == "expired":
+        return {"expired": True}
+    if call.finished is not None and call.edits:
+        # The model asked for other arguments than ran: it is told, in words, what the approver changed.
+        outcome = {"result": call.finished.output} if call.finished.ok else {"error": call.finished.error}
+        return {"note": f"approved with changes: {edited_text(call.edits)}", **outcome}
     if call.finished is not None:
         return call.finished.output if call.finished.ok else {"error": call.finished.error}
     if call.answer is not None and "decision" not in call.answer:
@@ -358,7 +377,7 @@ def next_step(state: TurnState, config: dict[str, Any], budget: int) -> Step:
             if call.answer is None:
                 pending = True
                 continue
-            if call.answer["decision"] == "deny":
+            if call.answer["decision"] in ("deny", "expired"):
                 continue
         if call.finished is not None or call.resolution == "done":
             continue

@@ -66,10 +66,15 @@ def _words(tool: dict[str, Any], name: str, arguments: Any) -> dict[str, str]:
     return {"displayName": tool_words.display_name(tool, name), "summary": tool_words.summary(tool, arguments)}
 
 
-def response_schema(call: dict[str, Any]) -> dict[str, Any]:
-    """The JSON Schema of the `payload` that answers a pending approval or question (the output `…/results` takes)."""
+def response_schema(call: dict[str, Any], tool: dict[str, Any] | None = None) -> dict[str, Any]:
+    """
+    The JSON Schema of the `payload` that answers a pending approval or question (the output `…/results` takes).
+
+    An approval with editable arguments also takes `edited_arguments`: those fields only, each as
+    the tool's parameters describe it.
+    """
     if call["kind"] == "approval":
-        return {
+        schema = {
             "type": "object",
             "required": ["decision", "reviewed"],
             "properties": {
@@ -81,12 +86,35 @@ def response_schema(call: dict[str, Any]) -> dict[str, Any]:
                 },
             },
         }
+        if call.get("editable"):
+            params = ((tool or {}).get("parameters") or {}).get("properties") or {}
+            schema["properties"]["edited_arguments"] = {
+                "type": "object", "additionalProperties": False, "minProperties": 1,
+                "properties": {name: params.get(name, {}) for name in call["editable"]},
+            }
+        return schema
     return {
         "oneOf": [
             {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string", "minLength": 1}}},
             {"type": "object", "required": ["declined"], "properties": {"declined": {"const": True}}},
         ]
     }
+
+
+def _interrupt_metadata(call: dict[str, Any]) -> dict[str, Any] | None:
+    """
+    What an interrupt's card says besides its question: a re-attempt may already have gone through;
+    an approval the team gives (the customer's front end shows "Waiting for approval from the team"),
+    and when it expires.
+    """
+    said = {}
+    if call.get("reattempt_of"):
+        said["reattempt_of"] = call["reattempt_of"]
+    if call["kind"] == "approval" and call.get("approver") not in (None, "customer"):
+        said["approver"] = call["approver"]
+    if call["kind"] == "approval" and call.get("expires_at"):
+        said["expires_at"] = call["expires_at"]
+    return {"waypoint": said} if said else None
 
 
 def state_snapshot(state: dict[str, Any]) -> StateSnapshotEvent:
@@ -264,9 +292,8 @@ def run_ended(*, thread_id: str, run_id: str, state: dict[str, Any], tools: dict
         interrupts = [
             Interrupt(id=interrupt_id(state["run_id"], call["call_id"]), reason=call["kind"],
                       message=tool_words.card_title(call, tools.get(call["tool"], {})), tool_call_id=call["call_id"],
-                      response_schema=response_schema(call),
-                      # A re-attempt's card says an earlier attempt may already have gone through.
-                      metadata={"waypoint": {"reattempt_of": call["reattempt_of"]}} if call.get("reattempt_of") else None)
+                      response_schema=response_schema(call, tools.get(call["tool"], {})),
+                      metadata=_interrupt_metadata(call))
             for call in asked
         ]
         return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=RunFinishedInterruptOutcome(interrupts=interrupts))

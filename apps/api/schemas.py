@@ -190,7 +190,8 @@ class Directive(Schema):
     model_config = ConfigDict(extra="forbid")
 
     step_budget: Annotated[int, Field(strict=True, ge=1, le=64)] | None = None
-    required_approver: Persona | None = None
+    required_approver: Persona | Literal["staff"] | None = Field(
+        None, description='the persona that must answer the turn\'s approvals, or "staff": any member of the team (raises every approval to the team)')
 
 
 class StartIn(Schema):
@@ -226,7 +227,8 @@ class TurnOut(Schema):
 class ResultIn(Schema):
     call_id: Annotated[str, Field(min_length=1, max_length=100)]
     output: Any = Field(
-        description='client tool: any JSON; approval: {"decision": "approve"|"deny", "reviewed": {"tool", "arguments"}}; '
+        description='client tool: any JSON; approval: {"decision": "approve"|"deny", "reviewed": {"tool", "arguments"}, '
+                    '"edited_arguments"?: {editable field: value}}; '
         'question: {"answer": str}. A question or client tool may be declined with {"declined": true}: the model '
         "receives that as the call's outcome"
     )
@@ -412,6 +414,11 @@ class PendingClientAction(Schema):
         description="present when this approval is for a re-attempt of an action whose earlier attempt's outcome is unknown: "
         "it is sent with that attempt's Idempotency-Key, and may already have gone through",
     )
+    approver: Literal["customer", "staff", "any"] | None = Field(
+        None, description="approvals: who may answer it; `staff` takes a staff persona (`staff:<id>`), a customer's answer is 403 approver_required")
+    expires_at: str | None = Field(None, description="when it expires unless answered (an approval with `expires_in_seconds`, "
+                                                     "a simple run's request); null: never")
+    editable: list[str] | None = Field(None, description="approvals: the arguments the approver may change with `edited_arguments`")
 
 
 class AnsweredClientAction(PendingClientAction):

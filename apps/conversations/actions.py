@@ -147,7 +147,7 @@ def check_directive(directive: dict[str, Any] | None) -> dict[str, Any] | None:
     if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= 64):
         raise BadInput("directive.step_budget must be a whole number from 1 to 64")
     if not isinstance(directive.get("required_approver", ""), str):
-        raise BadInput("directive.required_approver must be a persona identity")
+        raise BadInput('directive.required_approver must be a persona identity, or "staff"')
     return directive
 
 

@@ -69,6 +69,20 @@ class RunExpired(WaypointError):
     status = 409
 
 
+class ApprovalExpired(WaypointError):
+    """This approval expired before it was answered; the assistant was told and went on."""
+
+    code = "approval_expired"
+    status = 409
+
+
+class ApproverRequired(WaypointError):
+    """This approval is for the team to give: a member of staff answers it."""
+
+    code = "approver_required"
+    status = 403
+
+
 class NothingToContinue(WaypointError):
     """The latest run is not interrupted; there is nothing to continue."""
 

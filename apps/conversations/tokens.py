@@ -17,6 +17,8 @@ from apps.conversations.models import ConversationToken
 from apps.ledger.identities import PERMISSIONS
 
 SALT = "waypoint.conversation-token"
+APPROVE_LINK_SALT = "waypoint.approve-link"
+APPROVE_LINK_LIFETIME = timedelta(hours=24)  # for an approval that does not expire
 
 
 @dataclass(frozen=True)
@@ -93,3 +95,29 @@ def revoke_where(*, now: datetime, **which) -> int:
         for conversation, ids in by_conversation.items():
             transaction.on_commit(partial(broadcast.tokens_revoked, conversation, ids))
     return len(live)
+
+
+# --- approve links (PRODUCT.md "Approvals: expiry, edits, approvers") ----------------------------
+
+
+def approve_link(*, conversation_id: str, run_id: str, call_id: str, expires_at: datetime | None, now: datetime) -> str:
+    """
+    The signed part of a staff approval's `approve_url`: which approval, and until when the link opens it.
+
+    Valid until the approval expires, or for a day when it does not. It grants nothing by itself:
+    it opens the card for a staff member who is logged in.
+    """
+    until = expires_at if expires_at is not None else now + APPROVE_LINK_LIFETIME
+    return signing.dumps({"c": conversation_id, "r": run_id, "k": call_id, "u": int(until.timestamp())},
+                         salt=APPROVE_LINK_SALT, compress=True)
+
+
+def read_approve_link(token: str, *, now: datetime) -> dict[str, str] | None:
+    """The approval an approve link names, or None for one that was altered or is past its time."""
+    try:
+        found = signing.loads(token, salt=APPROVE_LINK_SALT)
+    except signing.BadSignature:
+        return None
+    if not isinstance(found, dict) or not isinstance(found.get("u"), int) or found["u"] < now.timestamp():
+        return None
+    return {"conversation_id": str(found.get("c", "")), "run_id": str(found.get("r", "")), "call_id": str(found.get("k", ""))}

@@ -48,6 +48,15 @@ def parse_persona(value: object) -> Persona:
     return Persona(parts[0], parts[1], parts[2])
 
 
+def is_staff(value: str) -> bool:
+    """Whether a persona is a member of the team (`staff:<id>`): the approver of a staff approval."""
+    try:
+        persona = parse_persona(value)
+    except InvalidPersona:
+        return False
+    return persona.provider == "staff" and not persona.scope
+
+
 def persona_name(value: str) -> str:
     """
     What people call a persona on a page: its external id ("alice@acme.com"), a guest by a short tag.

@@ -369,6 +369,8 @@ def _unbound_approvals(events: list[Recorded]) -> dict[tuple[str, str], str]:
                         calls[(run_id, c.get("call_id"))] = (c.get("tool"), c.get("arguments"), rec.seq)
             case ApprovalRequest(run_id=run_id, call_id=call_id, tool=tool, arguments=arguments):
                 requests[(run_id, call_id)] = (tool, arguments, rec.seq)
+            case ApprovalResponse(decision="expired"):
+                continue  # the clock's resolution: nobody reviewed anything
             case ApprovalResponse(run_id=run_id, call_id=call_id, reviewed=reviewed):
                 key = (run_id, call_id)
                 reviewed = reviewed if isinstance(reviewed, dict) else {}

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 class EventKind:
     kind: ClassVar[str] = ""
     # Fields added to a kind after entries of it were written: left out of the payload while empty
-    # (or False where that is the default), so an entry that does not use them reads (and hashes)
-    # as it always did. A field whose default is None keeps a False it was given.
+    # (or False or "" where that is the default), so an entry that does not use them reads (and
+    # hashes) as it always did. A field whose default is None keeps a False it was given.
     added: ClassVar[tuple[str, ...]] = ()
     # Payload names that are not Python names (`from`), by the field that holds them (`from_`).
     spelled: ClassVar[dict[str, str]] = {}
@@ -25,7 +25,8 @@ class EventKind:
     def payload(self) -> dict[str, Any]:
         out = asdict(self)
         for name in self.added:
-            if out[name] in (None, {}, []) or (out[name] is False and self.__dataclass_fields__[name].default is False):
+            default = self.__dataclass_fields__[name].default
+            if out[name] in (None, {}, []) or (out[name] is False and default is False) or (out[name] == "" and default == ""):
                 del out[name]
         for name, key in self.spelled.items():
             if name in out:
@@ -141,24 +142,45 @@ class ClientResultAccepted(EventKind):
 @_kind("approval_request")
 @dataclass(frozen=True)
 class ApprovalRequest(EventKind):
-    added = ("reattempt_of",)
+    """
+    A person is asked to approve a call with its exact arguments (PRODUCT.md rule 7).
+
+    From the tool's `approval` block: `approver` (`staff` or `any`; empty for the customer, the
+    default), `expires_at` (when it is resolved as expired unless answered; empty for never) and
+    `editable` (the arguments the approver may change). `required_approver` is a persona an ingress
+    directive or the assistant named.
+    """
+
+    added = ("reattempt_of", "approver", "expires_at", "editable")
     run_id: str
     call_id: str
     tool: str
     arguments: dict
     required_approver: str = ""
     reattempt_of: dict = field(default_factory=dict)  # as on ActionStarted
+    approver: str = ""
+    expires_at: str = ""
+    editable: list = field(default_factory=list)
 
 
 @_kind("approval_response")
 @dataclass(frozen=True)
 class ApprovalResponse(EventKind):
+    """
+    An approval's outcome: `approve` or `deny` by `answered_by`, or `expired` by the server's clock.
+
+    `edited_arguments`: the fields the approver changed before approving; the call runs with its
+    `reviewed` arguments updated by them. An expiry has no `reviewed` arguments and nobody answered it.
+    """
+
+    added = ("edited_arguments",)
     run_id: str
     call_id: str
-    decision: str  # approve | deny
+    decision: str  # approve | deny | expired
     reviewed: dict
     answered_by: str = ""
     run_resumes: bool = False
+    edited_arguments: dict = field(default_factory=dict)
 
 
 @_kind("question_request")

@@ -51,7 +51,12 @@ class ToolUsageLog(models.Model):
     expires_at = models.DateTimeField(null=True)
     # An approval of a re-attempt: {"turn_id", "call_id", "attempted_at"} of the first attempt, else {}.
     reattempt_of = models.JSONField(default=dict)
+    # An approval's `approver` (staff | any; empty for the customer) and the arguments it may change (PRODUCT.md
+    # "Approvals: expiry, edits, approvers"); `expires_at` above is when it expires, if ever.
+    approver = models.CharField(max_length=20, blank=True)
+    editable = models.JSONField(default=list)
 
     class Meta:
         db_table = "tool_usage_logs"
         constraints = [models.UniqueConstraint(fields=["run_id", "call_id"], name="tool_usage_unique_call")]
+        indexes = [models.Index(fields=["approver", "status"], name="usage_by_approver")]

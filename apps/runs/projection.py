@@ -108,7 +108,7 @@ def _(event: ActionFinished, at: Entry) -> Iterator[Change]:
 
 def _request(
     event: ClientActionRequested | ApprovalRequest | QuestionRequest, at: Entry, *, kind: str, tool: str, arguments: dict,
-    expires_at: str = "", reattempt_of: dict | None = None, waiting_for: str,
+    expires_at: str = "", reattempt_of: dict | None = None, waiting_for: str, approver: str = "", editable: list | None = None,
 ) -> Iterator[Change]:
     yield Change(
         "tool_usage_logs",
@@ -128,6 +128,8 @@ def _request(
             "accepted_seq": None,
             "expires_at": expires_at or None,
             "reattempt_of": reattempt_of or {},
+            "approver": approver,
+            "editable": editable or [],
         },
     )
     yield Change(
@@ -150,7 +152,8 @@ def _(event: ClientActionRequested, at: Entry) -> Iterator[Change]:
 def _(event: ApprovalRequest, at: Entry) -> Iterator[Change]:
     yield from _request(
         event, at, kind="approval", tool=event.tool, arguments=event.arguments, reattempt_of=event.reattempt_of,
-        waiting_for=f"Waiting for approval of {event.tool}",
+        expires_at=event.expires_at, approver=event.approver, editable=event.editable,
+        waiting_for=f"Waiting for approval of {event.tool}{' from the team' if event.approver == 'staff' else ''}",
     )
 
 
@@ -192,10 +195,16 @@ def _(event: ClientResultAccepted, at: Entry) -> Iterator[Change]:
 
 @projection.handles(ApprovalResponse)
 def _(event: ApprovalResponse, at: Entry) -> Iterator[Change]:
-    decided = "approved" if event.decision == "approve" else "denied"
+    decided = {"approve": "approved", "deny": "denied"}.get(event.decision, "expired")
+    output = {"decision": event.decision, "reviewed": event.reviewed}
+    if event.edited_arguments:
+        output["edited_arguments"] = event.edited_arguments
+    if event.decision == "expired":
+        yield from _answer(event, at, status=decided, output=output, line="The approval expired")
+        return
     yield from _answer(
-        event, at, status=decided, output={"decision": event.decision, "reviewed": event.reviewed},
-        line=f"{event.reviewed.get('tool', 'Action')} {decided}{_by(event.answered_by)}",
+        event, at, status=decided, output=output,
+        line=f"{event.reviewed.get('tool', 'Action')} {decided}{' with changes' if event.edited_arguments else ''}{_by(event.answered_by)}",
     )
 
 

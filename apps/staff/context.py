@@ -1,4 +1,4 @@
-"""What every staff page shows besides its own content: its badges (who waits for a person, for you, for a decision)."""
+"""What every staff page shows besides its own content: its badges (who waits for a person, for you, for a decision, for an approval)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,20 @@ from django.http import HttpRequest
 
 def waiting(request: HttpRequest) -> dict:
     """
-    `staff_waiting`, `staff_unanswered` and `staff_quarantined`: the navigation's counts, each read
+    `staff_waiting`, `staff_unanswered`, `staff_quarantined` and `staff_approvals`: the navigation's counts, each read
     only when a page shows it (callables are called lazily, once per request); `staff_total`, their sum for the title.
     """
     user = getattr(request, "user", None)
     if not request.path.startswith("/staff/") or user is None or not user.is_authenticated or not user.is_staff:
         return {}
     from apps.staff.actions import panel_context, staff_identity
+    from apps.staff.approvals import approvals_count
     from apps.staff.queries import quarantine_count, unanswered_count, waiting_count
 
     me = staff_identity(user)
     presence = cache(lambda: my_presence(me))
     counts = {"staff_waiting": cache(waiting_count), "staff_unanswered": cache(lambda: unanswered_count(me)),
-              "staff_quarantined": cache(quarantine_count)}
+              "staff_quarantined": cache(quarantine_count), "staff_approvals": cache(approvals_count)}
     return {**counts, "staff_total": lambda: sum(count() for count in counts.values()), **panel_context(user),
             "staff_presence": presence, "staff_display_name": cache(lambda: display_name(user))}
 

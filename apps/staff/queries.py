@@ -152,8 +152,15 @@ def _summary(kind: str, payload: Any) -> str:
             return f"{tool} ok" if ok else f"{tool} failed: {error}"
         case ActionStarted(tool=tool, attempt=attempt):
             return f"{tool} (attempt {attempt})" if attempt > 1 else str(tool)
-        case ClientActionRequested(tool=tool) | ApprovalRequest(tool=tool):
+        case ApprovalRequest(tool=tool, approver=approver, expires_at=expires_at):
+            return str(tool) + (f" · approver {approver}" if approver else "") + (f" · expires {expires_at[:19]}" if expires_at else "")
+        case ClientActionRequested(tool=tool):
             return str(tool)
+        case ApprovalResponse(decision="expired"):
+            return "expired: nobody answered in time"
+        case ApprovalResponse(answered_by=by, reviewed=reviewed, edited_arguments=edits) if edits:
+            changed = tools.changes_text((reviewed or {}).get("arguments") or {}, edits) if isinstance(edits, dict) else ""
+            return f"approve with changes ({changed or 'none'}) by {by or 'unknown'}"
         case ApprovalResponse(decision=decision, answered_by=by):
             return f"{decision} by {by or 'unknown'}"
         case ClientResultAccepted(answered_by=by) | QuestionResponse(answered_by=by):

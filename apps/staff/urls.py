@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.staff import views
+from apps.staff import approval_views, views
 from apps.staff import webhooks as webhook_views
 
 app_name = "staff"
@@ -20,6 +20,9 @@ urlpatterns = [
     path("conversations/<uuid:conversation_id>/hand-to", views.hand_to, name="hand_to"),
     path("conversations/<uuid:conversation_id>/notes", views.add_note, name="add_note"),
     path("waiting/", views.waiting, name="waiting"),
+    path("approvals/", approval_views.queue, name="approvals"),
+    path("approve/<str:token>", approval_views.open_link, name="approve_link"),
+    path("conversations/<uuid:conversation_id>/approvals/<str:call_id>", approval_views.answer, name="answer_approval"),
     path("quarantine/", views.quarantine, name="quarantine"),
     path("quarantine/<str:run_id>/resolve", views.resolve, name="resolve"),
     path("assistants/", views.assistants, name="assistants"),

@@ -27,7 +27,7 @@ from apps.conversations.errors import BadInput, WaypointError
 from apps.ledger import replay
 from apps.ops import limits
 from apps.people import presence
-from apps.staff import actions, listing, queries
+from apps.staff import actions, approvals, listing, queries
 from apps.staff.models import SavedReply
 from apps.workspaces import actions as workspace_actions
 
@@ -112,6 +112,7 @@ def _inspection(conversation_id, *, live: bool = False, since: int | None = None
     data = queries.inspect_conversation(str(conversation_id), live=live, since=since)
     if data is None:
         raise Http404("no such conversation")
+    data["approvals"] = approvals.pending_approvals(conversation_id=str(conversation_id))
     return data
 
 

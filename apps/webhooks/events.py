@@ -59,6 +59,12 @@ def announced(
     type_, fields = found
     data: dict[str, Any] = {"turn_id": turn_id} if turn_id else {}
     data.update({name: payload[key] for key, name in fields.items() if payload.get(key) not in (None, "")})
+    if kind == "approval_request":
+        # Who gives it (PRODUCT.md "Approvals: expiry, edits, approvers"); a staff one also carries
+        # `approve_url`, which the outbox signs.
+        data["approver"] = payload.get("approver") or "customer"
+        if payload.get("expires_at"):
+            data["expires_at"] = payload["expires_at"]
     if changes_control(kind):
         data["control"] = control
         if kind == "control_returned":

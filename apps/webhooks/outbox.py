@@ -13,8 +13,11 @@ import json
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.urls import reverse
 
+from apps.conversations import tokens
 from apps.conversations.models import Conversation
 from apps.conversations.queries import CONTROL_FIELDS, control
 from apps.ledger import sql, store
@@ -33,6 +36,8 @@ def announce(conversation_id: str, recorded: list[Recorded]) -> list[tuple[str, 
         found = announced(rec.kind, rec.turn_id, rec.payload, controls.get(rec.seq))
         if found is not None:
             type_, data = found
+            if data.get("approver") == "staff":
+                data["approve_url"] = approve_url(conversation_id, rec)
             statements.append(_insert(conversation_id, rec, type_, data))
         message = message_created(rec.kind, rec.turn_id, rec.payload, assistant)
         if message is not None:
@@ -42,6 +47,14 @@ def announce(conversation_id: str, recorded: list[Recorded]) -> list[tuple[str, 
         # embedded default is one process, woken here once the append commits.
         transaction.on_commit(delivery.wake)
     return statements
+
+
+def approve_url(conversation_id: str, rec: Recorded) -> str:
+    """The signed link of a staff approval, which opens its card for a logged-in staff member; valid until it expires (or a day)."""
+    expires_at = datetime.fromisoformat(rec.payload["expires_at"]) if rec.payload.get("expires_at") else None
+    token = tokens.approve_link(conversation_id=conversation_id, run_id=rec.payload["run_id"], call_id=rec.payload["call_id"],
+                                expires_at=expires_at, now=datetime.fromisoformat(rec.created_at))
+    return settings.WAYPOINT_PUBLIC_URL + reverse("staff:approve_link", args=[token])
 
 
 def _assistant(conversation_id: str, recorded: list[Recorded]) -> dict[str, str]:

@@ -17,7 +17,7 @@ from apps.agent import tools
 from apps.agent.config import handoff_settings
 from apps.agent.handoff import control_words, queue_place, team
 from apps.agent.state import conversation_state
-from apps.agent.tools import DECLINED, date_bounds
+from apps.agent.tools import DECLINED, edit_fields, form_fields
 from apps.ledger.identities import persona_name
 from apps.runs.machine import CONTINUABLE, OPEN
 
@@ -118,33 +118,17 @@ def message_html(message_id: str, text: str) -> str:
     return html
 
 
-_INPUT_TYPES = {"date": "date", "email": "email", "uri": "url", "date-time": "datetime-local"}
-
-
-def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
-    """Form fields for a client tool's JSON-schema parameters (flat objects of scalars)."""
-    props = (schema or {}).get("properties") or {}
-    required = set((schema or {}).get("required") or [])
-    fields = []
-    for name, spec in props.items():
-        spec = spec if isinstance(spec, dict) else {}
-        kind = spec.get("type", "string")
-        input_type = "number" if kind in ("number", "integer") else _INPUT_TYPES.get(spec.get("format", ""), "text")
-        low, high = date_bounds(spec, today=datetime.now(UTC).date())
-        fields.append(
-            {"name": name, "label": spec.get("title") or name.replace("_", " ").capitalize(), "input_type": input_type,
-             "required": name in required or len(props) == 1, "type": kind, "min": low, "max": high}
-        )
-    if not fields:
-        fields.append({"name": "value", "label": "Value", "input_type": "text", "required": True, "type": "string"})
-    return fields
-
-
 def describe_output(output: Any, kind: str = "") -> str:
     """A person's words for an accepted answer: Approved/Denied, Skipped/Cancelled, the answer, the field values, or the JSON."""
     if output == DECLINED:
         return "Skipped" if kind == "question" else "Cancelled"
     if isinstance(output, dict) and "decision" in output:
+        if output["decision"] == "expired":
+            return "Expired"
+        if output["decision"] == "approve" and output.get("edited_arguments"):
+            reviewed = (output.get("reviewed") or {}).get("arguments") or {}
+            changed = tools.changes_text(reviewed, output["edited_arguments"])
+            return f"Approved with changes: {changed}" if changed else "Approved"
         return "Approved" if output["decision"] == "approve" else "Denied"
     if isinstance(output, dict) and len(output) == 1:
         (value,) = output.values()
@@ -165,7 +149,7 @@ def progress_line(state: dict[str, Any], tools_by_name: dict[str, dict[str, Any]
     if state["run_status"] == "waiting" and pending:
         call = pending[0]
         if call["kind"] == "approval":
-            return "Waiting for your approval…"
+            return "Waiting for approval from the team…" if call.get("approver") == "staff" else "Waiting for your approval…"
         if tools_by_name.get(call["tool"], {}).get("answered_by") == "application":
             return "Waiting for the application…"
         return "Waiting for your answer…"
@@ -174,7 +158,8 @@ def progress_line(state: dict[str, Any], tools_by_name: dict[str, dict[str, Any]
         name = last.removeprefix("Using ").split(", ")[0]
         tool = tools_by_name.get(name, {})
         # The arguments a person just approved are the ones the tool now runs with.
-        approved = next((c["arguments"] for c in reversed(state["answered_client_actions"]) if c["tool"] == name), None)
+        approved = next(({**c["arguments"], **((c["output"] or {}).get("edited_arguments") or {})}
+                         for c in reversed(state["answered_client_actions"]) if c["tool"] == name), None)
         return tools.progress_phrase(tool, name, approved)
     if last == "Continuing":
         return "Picking up where we left off…"
@@ -250,6 +235,8 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         call["title"] = tools.card_title(call, tool)
         if call["kind"] == "approval":
             call["question"] = tools.approval_question(call, tool)
+            call["expires_text"] = clock_time(call.get("expires_at"))
+            call["edit_fields"] = edit_fields(tool, call)
         call["display_name"] = tools.display_name(tool, call["tool"])
         call["fields"] = form_fields(tool.get("parameters", {}))
         # One field named like the card itself: the heading already says it, the label stays for screen readers.
@@ -262,11 +249,17 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         # Call ids are a run's own: another turn may use the same one.
         call["block"], call["dom_id"] = "receipt", f"receipt-{call['run_id']}-{call['call_id']}"
     for call in [*state["answered_client_actions"], *state["receipts"]]:
-        call["title"] = tools.card_title(call, by_name.get(call["tool"], {}))
+        edits = (call["output"] or {}).get("edited_arguments") if isinstance(call["output"], dict) else None
+        # Approved with changes: the receipt names the call that ran, and says what changed.
+        shown = {**call, "arguments": {**call["arguments"], **edits}} if edits else call
+        call["title"] = tools.card_title(shown, by_name.get(call["tool"], {}))
         call["declined"] = call["output"] == DECLINED or call["status"] == "declined"
         if call["status"] == "withdrawn":
             # The conversation went to a person while it waited (`turn_handed_off`).
             call["declined"], call["output_text"] = True, "Withdrawn: handed to a person"
+        elif call["status"] == "expired" and (call["output"] or {}).get("decision") == "expired":
+            # An approval nobody answered in time: the clock resolved it, the assistant went on.
+            call["output_text"], call["expired_at"] = "Expired", clock_time(call.get("answered_at"))
         elif call["status"] in ("expired", "declined"):
             # Declined: the customer wrote instead of answering (`turn_superseded`).
             call["output_text"] = "Expired" if call["status"] == "expired" else "Declined: a message was sent instead"
@@ -274,7 +267,8 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
             call["output_text"] = describe_output(call["output"], call["kind"])
         call["arguments_text"] = json.dumps(call["arguments"], indent=2, sort_keys=True)
     # An answered request is a receipt in the transcript; one that expired unanswered stays among the cards.
-    state["expired_client_actions"] = [c for c in state["answered_client_actions"] if c["status"] == "expired"]
+    state["expired_client_actions"] = [c for c in state["answered_client_actions"]
+                                       if c["status"] == "expired" and not c.get("expired_at")]
     control = state["control"]
     # A run still finishing its step after a person took over is no longer the one answering.
     state["active"] = state["run_status"] in ACTIVE and state["conversation_status"] != "completed" and control["mode"] == "agent"
@@ -448,20 +442,3 @@ def viewer_context(state: dict[str, Any], *, conversation, token: str, persona: 
         state = {**state, "handoff_key": digest(state["handoff_key"], contact)}
     return {"state": state, "assistant": conversation.assistant, "token": token, "persona": persona, "who": who,
             "embed": embed, "can_write": can_write, "memory_key": memory_key, "contact": contact, **extra}
-
-
-def form_output(fields: list[dict[str, Any]], data) -> dict[str, Any]:
-    """Read a client-action form post back into the tool's output object."""
-    out: dict[str, Any] = {}
-    for field in fields:
-        raw = data.get(f"field.{field['name']}", "")
-        if field["type"] in ("number", "integer") and raw != "":
-            try:
-                out[field["name"]] = int(raw) if field["type"] == "integer" else float(raw)
-            except ValueError:
-                out[field["name"]] = raw
-        else:
-            out[field["name"]] = raw
-    if list(out) == ["value"]:
-        return {"value": out["value"]}
-    return out

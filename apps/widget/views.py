@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST, require_safe
 from apps.agent import actions, handoff
 from apps.agent.models import Assistant
 from apps.agent.state import conversation_state
-from apps.agent.tools import DECLINED
+from apps.agent.tools import DECLINED, edit_fields, edited_arguments, form_fields, form_output
 from apps.conversations import queries, tokens
 from apps.conversations.errors import (
     ActionResultConflict,
@@ -28,7 +28,7 @@ from apps.conversations.models import Conversation
 from apps.widget import pushes
 from apps.widget.framing import Embed, allow_framing, embed_for
 from apps.widget.identity import Identity, IdentityRejected, check_identity
-from apps.widget.presenters import conflict_notice, form_fields, form_output, page_context, team_status
+from apps.widget.presenters import conflict_notice, page_context, team_status
 from apps.workspaces import actions as workspace_actions
 
 log = logging.getLogger(__name__)
@@ -325,7 +325,13 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
             arguments = json.loads(request.POST.get("reviewed_arguments", ""))
         except ValueError:
             arguments = None
-        output = {"decision": request.POST.get("decision"), "reviewed": {"tool": request.POST.get("reviewed_tool"), "arguments": arguments}}
+        decision = request.POST.get("decision")
+        output = {"decision": decision, "reviewed": {"tool": request.POST.get("reviewed_tool"), "arguments": arguments}}
+        if decision == "approve_with_changes":
+            # Edit's fields, posted as they are: only what differs from the assistant's call is an edit.
+            tool = next((t for t in conversation.assistant.config.get("tools", []) if t["name"] == call["tool"]), {})
+            edits = edited_arguments(call, edit_fields(tool, call), request.POST)
+            output = {**output, "decision": "approve", **({"edited_arguments": edits} if edits else {})}
     elif request.POST.get("declined"):
         output = dict(DECLINED)  # Skip on a question, Cancel on a client-action form
     elif call["kind"] == "question":

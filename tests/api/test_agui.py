@@ -271,7 +271,7 @@ class TestBadInput:
         assistant = api.create_assistant(mode="simple", model=model)
         thread = Thread(api, assistant)
         [interrupt] = events_of(thread.send("both please"))[-1]["outcome"]["interrupts"]
-        runner.expire_simple_runs(now=runner.timezone.now() + timedelta(minutes=16))
+        runner.expire_requests(now=runner.timezone.now() + timedelta(minutes=16))
         reviewed = {"tool": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}}
 
         response = thread.send(resume=[{"interruptId": interrupt["id"], "status": "resolved",

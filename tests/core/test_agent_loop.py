@@ -281,7 +281,7 @@ class TestSimpleRuns:
         cid = started["conversation_id"]
         [call] = state(cid)["pending_client_actions"]
 
-        expired = runner.expire_simple_runs(now=runner.timezone.now() + timedelta(minutes=16))
+        expired = runner.expire_requests(now=runner.timezone.now() + timedelta(minutes=16))
 
         assert expired == 1 and state(cid)["run_status"] == "expired"
         with pytest.raises(RunExpired):
@@ -290,7 +290,7 @@ class TestSimpleRuns:
     def test_an_agent_runs_pending_call_never_expires(self, start):
         started = start("when?")
 
-        expired = runner.expire_simple_runs(now=runner.timezone.now() + timedelta(days=30))
+        expired = runner.expire_requests(now=runner.timezone.now() + timedelta(days=30))
 
         assert expired == 0 and state(started["conversation_id"])["run_status"] == "waiting"
 

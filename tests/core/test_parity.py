@@ -145,7 +145,7 @@ class TestParity:
         expiring = actions.start_conversation(assistant_id=str(simple.id), message="when?", persona="guest:alice", edge="api",
                                               now=clock())["conversation_id"]
         tour.step(expiring)
-        runner.expire_simple_runs(now=timezone.now() + timedelta(minutes=16))
+        runner.expire_requests(now=timezone.now() + timedelta(minutes=16))
         tour.step(expiring)
 
         assert tour.kinds() >= TOURED, TOURED - tour.kinds()

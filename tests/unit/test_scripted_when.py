@@ -142,7 +142,7 @@ class TestWhenInTheConfiguration:
 
     @pytest.mark.parametrize("value", ["answered", "", None, ["denied"], 1])
     def test_rejects_an_unknown_outcome(self, value):
-        assert check({"when": value, "say": "ok"}) == ["model.rules[0].steps[0].when: must be one of approved, denied, declined, failed, found, not_found"]
+        assert check({"when": value, "say": "ok"}) == ["model.rules[0].steps[0].when: must be one of approved, denied, declined, failed, expired, found, not_found"]
 
     def test_rejects_when_on_a_step_that_says_nothing(self):
         assert check({"when": "denied", "call": "ask_question"}) == [

@@ -121,7 +121,9 @@ def outcome(past: PastRound, approval: frozenset[str]) -> str:
             return "denied"
         if result.get("declined") is True:
             return "declined"
-        if set(result) == {"error"}:
+        if result.get("expired") is True:
+            return "expired"
+        if "error" in result and set(result) <= {"error", "note"}:
             return "failed"
         if _unsettled(result):
             return ""
