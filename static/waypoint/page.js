@@ -187,6 +187,19 @@
     if (event.target.closest && event.target.closest("[data-close-widget]")) toHost("close");
     const copy = event.target.closest && event.target.closest("[data-copy-link]");
     if (copy) copyLink(copy);
+    // An approval's Edit opens the fields the person may change, and closes them again.
+    const edit = event.target.closest && event.target.closest(".edit-toggle");
+    if (edit) {
+      const fields = document.getElementById(edit.getAttribute("aria-controls"));
+      if (!fields) return;
+      const open = fields.hidden;
+      fields.hidden = !open;
+      edit.setAttribute("aria-expanded", String(open));
+      if (open) {
+        const first = fields.querySelector("input");
+        if (first) first.focus();
+      }
+    }
   });
 
   // Opening a card's Details must not push its buttons out of view: the person opened it to decide.
@@ -381,7 +394,7 @@
     function setText(el, text) { if (el && el.textContent !== text) el.textContent = text; }
     function stampTimes() {
       // Times in a card's words (when an interrupted attempt was made), in the viewer's time zone.
-      document.querySelectorAll("#cards time.local-time").forEach((time) => {
+      document.querySelectorAll("#cards time.local-time, #transcript time.local-time").forEach((time) => {
         const date = new Date(time.dateTime);
         if (isNaN(date)) return;
         const now = new Date();
@@ -433,8 +446,10 @@
       const hint = document.getElementById("composer-hint");
       if (hint) {
         const answerable = document.querySelector("#cards form.card");
-        hint.textContent = run === "waiting" ? (answerable ? "Answer the request above, or send a message instead: it declines the request."
-          : "Waiting for the application… A message you send instead cancels the request.") : "";
+        const team = document.querySelector("#cards .card.approval.team");
+        hint.textContent = run !== "waiting" ? "" : answerable ? "Answer the request above, or send a message instead: it declines the request."
+          : team ? "Waiting for the team's approval… A message you send instead withdraws the request."
+          : "Waiting for the application… A message you send instead cancels the request.";
       }
     }
 

@@ -71,6 +71,12 @@ const TOOLS = { pick_date: pickDate };
 
 // An approval's answer in a person's words; any other answer as it was given.
 function answerWords(output) {
+  if (output && output.decision === "expired") return "Expired";
+  if (output && output.decision === "approve" && output.edited_arguments) {
+    const was = (output.reviewed && output.reviewed.arguments) || {};
+    const changes = Object.entries(output.edited_arguments).map(([name, value]) => `${name} ${was[name]} → ${value}`);
+    return `Approved with changes: ${changes.join(", ")}`;
+  }
   if (output && output.decision) return output.decision === "approve" ? "Approved" : "Denied";
   if (output && output.declined) return "Declined";
   if (output && typeof output.answer === "string") return output.answer;
@@ -97,6 +103,45 @@ async function answer(card, callId, output) {
   }
 }
 
+// Edit: a field per editable argument (a number stays a number), then Approve with changes, which
+// sends only the fields that differ from what the assistant asked for.
+function editor(form, call, reviewed) {
+  const box = document.createElement("div");
+  box.className = "edit";
+  box.hidden = true;
+  const inputs = {};
+  for (const name of call.editable) {
+    const was = call.arguments[name];
+    const input = document.createElement("input");
+    input.id = `edit-${call.call_id}-${name}`;
+    input.type = typeof was === "number" ? "number" : "text";
+    if (input.type === "number") input.step = "any";
+    input.value = was === undefined || was === null ? "" : String(was);
+    const label = text("label", `${name} (asked for: ${was === undefined ? "—" : was})`);
+    label.htmlFor = input.id;
+    box.append(label, input);
+    inputs[name] = input;
+  }
+  box.append(button("Approve with changes", () => {
+    const edits = {};
+    for (const [name, input] of Object.entries(inputs)) {
+      const value = input.type === "number" && input.value !== "" ? Number(input.value) : input.value;
+      if (value !== call.arguments[name]) edits[name] = value;
+    }
+    const output = { decision: "approve", reviewed };
+    if (Object.keys(edits).length) output.edited_arguments = edits;
+    answer(form, call.call_id, output);
+  }, "primary"));
+  const toggle = button("Edit", () => {
+    box.hidden = !box.hidden;
+    toggle.setAttribute("aria-expanded", String(!box.hidden));
+  });
+  toggle.setAttribute("aria-expanded", "false");
+  const wrap = document.createElement("div");
+  wrap.append(toggle, box);
+  return wrap;
+}
+
 // One card per pending request, keyed by its call id, so what a person typed survives each push.
 function card(call) {
   const form = document.createElement("form");
@@ -112,11 +157,18 @@ function card(call) {
       form.append(text("p", `An earlier attempt (${call.reattempt_of.attempted_at}) may already have gone through; `
         + "approving sends it again under the same identity, so it is not done twice.", "note"));
     }
+    if (call.approver === "staff") {
+      // The team gives this one: the customer waits, and may keep writing.
+      form.append(text("p", "Waiting for approval from the team", "note"));
+      return form;
+    }
+    if (call.expires_at) form.append(text("p", `Answer by ${new Date(call.expires_at).toLocaleTimeString()}: after that it expires.`, "note"));
     const reviewed = { tool: call.tool, arguments: call.arguments };
     form.append(
       button("Approve", () => answer(form, call.call_id, { decision: "approve", reviewed }), "primary"),
       button("Deny", () => answer(form, call.call_id, { decision: "deny", reviewed })),
     );
+    if ((call.editable || []).length) form.append(editor(form, call, reviewed));
   } else if (call.kind === "question") {
     const input = document.createElement("input");
     input.id = `answer-${call.call_id}`;

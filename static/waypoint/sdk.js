@@ -218,6 +218,30 @@ export class AgentConversation {
     }
   }
 
+  /**
+   * Approve a pending approval with exactly the arguments it was asked with, or with changes:
+   * `editedArguments` holds new values of fields among its `editable` ones (a field not editable,
+   * or a value its tool's schema refuses, rejects with code "invalid_request"). Resolves as
+   * `submitResult` does; an approval that expired rejects with "approval_expired", and one the team
+   * must give with "approver_required".
+   */
+  async approve(callId, { editedArguments } = {}) {
+    const output = { decision: "approve", reviewed: this._reviewed(callId) };
+    if (editedArguments && Object.keys(editedArguments).length) output.edited_arguments = editedArguments;
+    return this.submitResult(callId, output);
+  }
+
+  /** Deny a pending approval: the assistant is told and may go on. */
+  async deny(callId) {
+    return this.submitResult(callId, { decision: "deny", reviewed: this._reviewed(callId) });
+  }
+
+  _reviewed(callId) {
+    const call = ((this._state && this._state.pending_client_actions) || []).find((c) => c.call_id === callId);
+    if (!call || call.kind !== "approval") throw new WaypointError(404, "not_found", `no pending approval ${callId}`, {});
+    return { tool: call.tool, arguments: call.arguments };
+  }
+
   /** Forget the last reported conflict. */
   clearConflict() {
     this._conflict = null;

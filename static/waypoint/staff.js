@@ -115,7 +115,7 @@
 })();
 
 // The navigation's counts: customers waiting for a person, customers who wrote last in a conversation
-// you hold, turns waiting in quarantine. Their sum is in the tab's title; a browser notification
+// you hold, turns waiting in quarantine, approvals waiting for the team. Their sum is in the tab's title; a browser notification
 // tells of each that goes up (once the staff member allowed them).
 (function () {
   "use strict";
@@ -124,6 +124,7 @@
     "waiting-count": (n) => ["A customer is waiting for a person", `${n} waiting in Waypoint`],
     "unanswered-count": (n) => ["A customer wrote to you", `${n} waiting for your reply in Waypoint`],
     "quarantine-count": (n) => ["A turn waits for your decision", `${n} in quarantine in Waypoint`],
+    "approvals-count": (n) => ["An approval waits for the team", `${n} waiting for approval in Waypoint`],
   };
   const known = {};
 
@@ -303,4 +304,30 @@
     if (event.target === l) atEnd = l.scrollHeight - l.scrollTop - l.clientHeight < 40;
   }, true);
   document.addEventListener("htmx:oobAfterSwap", () => { if (atEnd) end(); });
+})();
+
+// Approval cards (the Approvals queue and the inspector): Edit opens the fields the team may change,
+// and a push that brings the same approvals leaves the cards alone, with whatever is typed into them.
+(function () {
+  "use strict";
+  document.addEventListener("click", (event) => {
+    const edit = event.target.closest && event.target.closest(".edit-toggle");
+    if (!edit) return;
+    const fields = document.getElementById(edit.getAttribute("aria-controls"));
+    if (!fields) return;
+    const open = fields.hidden;
+    fields.hidden = !open;
+    edit.setAttribute("aria-expanded", String(open));
+    if (open) {
+      const first = fields.querySelector("input");
+      if (first) first.focus();
+    }
+  });
+  document.addEventListener("htmx:oobBeforeSwap", (event) => {
+    const { target, fragment } = event.detail;
+    const incoming = fragment && fragment.firstElementChild;
+    if (target && incoming && target.id === "staff-approvals" && incoming.dataset.key === target.dataset.key) {
+      event.detail.shouldSwap = false;
+    }
+  });
 })();
