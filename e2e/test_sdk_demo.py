@@ -16,11 +16,16 @@ CONFIG = {
         {"match": "help", "steps": [{"call": "ask_question", "arguments": {"question": "Which order is this about?"}},
                                     {"when": "declined", "say": "Fine, no order."},
                                     {"say": "Thanks, I will look into {result.answer}."}]},
+        {"match": "adjust", "steps": [{"call": "adjust_refund", "arguments": {"order_id": "A-2", "amount": 20}},
+                                      {"say": "Refund adjusted: {result}"}]},
         {"match": "scan", "steps": [{"call": "scan_barcode", "arguments": {"shelf": "B-4"}},
                                     {"when": "declined", "say": "No scan then."}, {"say": "Scanned."}]},
     ], "fallback": [{"say": "You said: {message}"}]},
     "tools": [
         {"name": "issue_refund", "kind": "server", "action": "echo", "requires_approval": True},
+        {"name": "adjust_refund", "kind": "server", "action": "echo", "requires_approval": True,
+         "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}},
+         "approval": {"editable": ["amount"]}},
         {"name": "scan_barcode", "kind": "client", "parameters": {"type": "object", "properties": {"shelf": {"type": "string"}}}},
     ],
 }
@@ -52,6 +57,19 @@ def test_an_approval_has_a_card_with_approve_and_deny(browser, waypoint_server, 
 
     expect(page.get_by_role("log")).to_contain_text("Refund issued for A-1.", timeout=10_000)
     expect(card).to_have_count(0)
+    page.context.close()
+
+
+def test_an_approval_can_be_approved_with_changes(browser, waypoint_server, backend):
+    page = open_demo(browser, waypoint_server, backend("adjust the amount, please"))
+
+    card = page.get_by_role("form", name="Approve adjust_refund?")
+    expect(card).to_be_visible(timeout=10_000)
+    card.get_by_role("button", name="Edit").click()
+    card.get_by_label("amount (asked for: 20)").fill("15")
+    card.get_by_role("button", name="Approve with changes").click()
+
+    expect(page.get_by_role("log")).to_contain_text("approved with changes: amount 15", timeout=10_000)
     page.context.close()
 
 

@@ -168,6 +168,25 @@ class TestInterrupts:
         assert resumed[-1]["type"] == "RUN_FINISHED" and resumed[-1].get("outcome", {}).get("type", "success") == "success"
         assert [e["delta"] for e in resumed if e["type"] == "TEXT_MESSAGE_CONTENT"][-1].startswith("Refund issued for")
 
+    def test_an_editable_approval_takes_edited_arguments_in_the_resume_payload(self, api):
+        from tests.conftest import SUPPORT_CONFIG
+
+        tools = [{**t, "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}},
+                  "approval": {"editable": ["amount"], "approver": "any", "expires_in_seconds": 600}}
+                 if t["name"] == "issue_refund" else t for t in SUPPORT_CONFIG["tools"]]
+        thread = Thread(api, api.create_assistant(tools=tools))
+        [interrupt] = events_of(thread.send("refund please"))[-1]["outcome"]["interrupts"]
+
+        edits = interrupt["responseSchema"]["properties"]["edited_arguments"]
+        assert edits["properties"] == {"amount": {"type": "number"}} and edits["additionalProperties"] is False
+        assert interrupt["metadata"]["waypoint"]["approver"] == "any" and interrupt["metadata"]["waypoint"]["expires_at"]
+        payload = {"decision": "approve", "reviewed": {"tool": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}},
+                   "edited_arguments": {"amount": 15}}
+        resumed = events_of(thread.send(resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]))
+
+        assert [e["delta"] for e in resumed if e["type"] == "TEXT_MESSAGE_CONTENT"][-1] == (
+            'Refund issued for {"note": "approved with changes: amount 15", "result": {"amount": 15, "order_id": "A-1"}}.')
+
     def test_a_resumed_stream_announces_the_approved_call_before_its_result(self, api, assistant):
         thread = Thread(api, assistant)
         [interrupt] = events_of(thread.send("refund please"))[-1]["outcome"]["interrupts"]
