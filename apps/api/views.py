@@ -254,6 +254,9 @@ def results(
 
     The first valid answer wins; an identical retry is accepted again (idempotent); a different
     answer for an answered call gets 409 `action_result_conflict` with the accepted answer.
+    An approval may carry `edited_arguments` (its `editable` fields only, 422 otherwise); one that
+    expired gets 409 `approval_expired`; a staff approval answered by anyone but a `staff:` persona
+    (an API key names it in `persona`) gets 403 `approver_required`.
     """
     principal = _principal(request)
     conversation = _conversation(principal, id)
