@@ -321,6 +321,11 @@ INSTALLED_APPS += ["apps.agui"]
 
 # --- Knowledge: the team's help content, split into passages and searched (docs/knowledge.md) ----
 INSTALLED_APPS += ["apps.knowledge"]
+INSTALLED_APPS += ["apps.toolsources"]
+# Tool sources (docs/tools.md): MCP servers on private or loopback addresses are refused unless this
+# is set; their header values are encrypted with this Fernet key (one derived from SECRET_KEY if unset).
+WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE = env.bool("WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE", default=False)
+WAYPOINT_TOOL_SOURCES_KEY = env.str("WAYPOINT_TOOL_SOURCES_KEY", default="")
 WAYPOINT_KNOWLEDGE_MAX_FILE_BYTES = env.int("WAYPOINT_KNOWLEDGE_MAX_FILE_BYTES", default=10 * 1024 * 1024)
 # Content up to this size is indexed within the request that sends it; larger content answers at
 # once with status "indexing" and is indexed by the background indexer.

@@ -71,11 +71,17 @@ class CheckedBackend(httpcore.NetworkBackend):
 
 
 class AsyncCheckedBackend(httpcore.AsyncNetworkBackend):
-    """`CheckedBackend` for asyncio (and trio) clients."""
+    """
+    `CheckedBackend` for asyncio (and trio) clients.
 
-    def __init__(self, *, allow_private: bool) -> None:
+    `core`: the httpcore module whose backend and errors it uses (httpcore, or httpcore2 under the
+    `mcp` package's httpx2 clients); the checks are the same.
+    """
+
+    def __init__(self, *, allow_private: bool, core=httpcore) -> None:
         self.allow_private = allow_private
-        self.inner = httpcore.AnyIOBackend()
+        self.core = core
+        self.inner = core.AnyIOBackend()
 
     async def connect_tcp(
         self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
@@ -85,19 +91,19 @@ class AsyncCheckedBackend(httpcore.AsyncNetworkBackend):
             with anyio.fail_after(timeout):
                 infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(f"{host} did not resolve in time") from exc
+            raise self.core.ConnectTimeout(f"{host} did not resolve in time") from exc
         except (OSError, UnicodeError) as exc:
-            raise httpcore.ConnectError(f"{host} does not resolve") from exc
-        failure: Exception = httpcore.ConnectError(f"{host} has no address")
+            raise self.core.ConnectError(f"{host} does not resolve") from exc
+        failure: Exception = self.core.ConnectError(f"{host} has no address")
         for address in _checked(host, list(infos), allow_private=self.allow_private):
             try:
                 return await self.inner.connect_tcp(str(address), port, timeout, local_address, socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+            except (self.core.ConnectError, self.core.ConnectTimeout) as exc:
                 failure = exc
         raise failure
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options=None) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("outgoing calls do not use unix sockets")
+        raise self.core.ConnectError("outgoing calls do not use unix sockets")
 
     async def sleep(self, seconds: float) -> None:
         await self.inner.sleep(seconds)

@@ -26,6 +26,15 @@ class ActionError(Exception):
     """The action ran and failed; the model receives the message as the tool result."""
 
 
+class OutcomeUnknown(Exception):
+    """
+    The action was sent and no answer came (a timeout, a dropped connection): it may have taken effect.
+
+    The runner treats it as a writer that died mid-call would leave it: a side-effecting action's
+    turn becomes ambiguous and is quarantined; nothing is recorded as its outcome.
+    """
+
+
 @dataclass(frozen=True)
 class ActionCall:
     conversation_id: str
@@ -53,6 +62,9 @@ class Action:
     # commit it together with the model round that asked for it, since a crash before that commit
     # only means deciding and running it again.
     read_only: bool = False
+    # Reaches another system, whatever its class: a crash while it is under way is the
+    # `during_action` boundary of the fault injection.
+    remote: bool = False
 
 
 def _echo(call: ActionCall) -> Any:
@@ -201,7 +213,7 @@ ACTIONS: dict[str, Action] = {
         Action("fail", side_effecting=False, read_only=True, run=_fail),
         # Not read-only: its start is committed first, so a long wait shows as progress.
         Action("sleep", side_effecting=False, run=_sleep),
-        Action("webhook", side_effecting=True, run=_webhook),
+        Action("webhook", side_effecting=True, run=_webhook, remote=True),
         # Idempotent: a re-run writes the same file, or gets the call's artifact back.
         Action("write_file", side_effecting=False, run=_write_file),
         Action("read_file", side_effecting=False, read_only=True, run=_read_file),

@@ -61,12 +61,13 @@ from apps.people.queries import participants
 from apps.runs.machine import CONTINUABLE
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.runs.statements import has_open_run
+from apps.toolsources.resolve import resolved, tool_names
 from apps.workspaces.actions import open_runtime, reopen_events
 
 
 def check_assistant_config(config: Any) -> dict[str, Any]:
-    """`check_config` with this deployment's model endpoints. :raises ConfigError: see `check_config`"""
-    return check_config(config, model_endpoints=model_endpoints())
+    """`check_config` with this deployment's model endpoints and tool sources. :raises ConfigError: see `check_config`"""
+    return check_config(config, model_endpoints=model_endpoints(), tool_sources=tool_names())
 
 
 def create_assistant(*, config: Any, is_demo: bool = False) -> Assistant:
@@ -449,7 +450,7 @@ def _accept(conversation_id: str, run_id: str, results: list[dict[str, Any]], *,
                 return ApprovalExpired()
             if run.status == "expired" or (usage.expires_at and usage.expires_at <= now):
                 raise RunExpired()
-            tool = tool_by_name(conversation.assistant.config, usage.tool) or {}
+            tool = tool_by_name(resolved(conversation.assistant.config), usage.tool) or {}
             _check_output(usage, item["output"], required, persona, permissions, tool, now.date())
             fresh.append((usage, item["output"]))
         elif usage.status == "expired":

@@ -121,12 +121,14 @@ def same_endpoint(a: str, b: str) -> bool:
     return a.rstrip("/") == b.rstrip("/")
 
 
-def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[str, Any]:
+def check_config(config: Any, *, model_endpoints: tuple[str, ...] = (),
+                 tool_sources: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """
     Validate an assistant configuration and fill in its defaults.
 
     `model_endpoints`: the base URLs this deployment sends its model key to; a `model.base_url`
     must be one of them (model endpoints are the deployment's configuration, not an API caller's).
+    `tool_sources`: the tool names of each live tool source by id, which `mcp` tools name.
     :raises ConfigError: with one message per problem
     """
     problems: list[str] = []
@@ -181,8 +183,11 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
             problems.append(f"{at}.name: {tname!r} is defined twice or is built in")
         names.add(tname)
         kind = tool.get("kind")
-        if kind not in ("server", "client"):
-            problems.append(f"{at}.kind: unknown tool kind {kind!r} (server or client)")
+        if kind not in ("server", "client", "mcp"):
+            problems.append(f"{at}.kind: unknown tool kind {kind!r} (server, client or mcp)")
+            continue
+        if kind == "mcp":
+            normalised_tools.append(_check_mcp_tool(tool, at, problems, tool_sources))
             continue
         if kind == "server":
             action = tool.get("action")
@@ -250,6 +255,36 @@ def check_config(config: Any, *, model_endpoints: tuple[str, ...] = ()) -> dict[
     if problems:
         raise ConfigError(problems)
     return out
+
+
+MCP_TOOL_KEYS = {"name", "kind", "source", "tool", "requires_approval", "class", "display_name", "summary", "approval",
+                 "max_result_chars", "timeout_seconds", "description"}
+
+
+def _check_mcp_tool(tool: dict[str, Any], at: str, problems: list[str], sources: dict[str, set[str]] | None) -> dict[str, Any]:
+    """An `mcp` tool (PRODUCT.md "Tool sources: MCP"): a live source's tool, with the assistant's overrides."""
+    unknown = sorted(set(tool) - MCP_TOOL_KEYS)
+    if unknown:
+        problems.append(f"{at}: unknown keys {unknown} for an mcp tool")
+    source, name = tool.get("source"), tool.get("tool")
+    if not isinstance(source, str) or source not in (sources or {}):
+        problems.append(f"{at}.source: no tool source {str(source)[:80]!r} (add it with POST /v1/tool-sources)")
+    elif not isinstance(name, str) or name not in sources[source]:
+        problems.append(f"{at}.tool: the source has no tool {str(name)[:80]!r}")
+    if "requires_approval" in tool and not isinstance(tool["requires_approval"], bool):
+        problems.append(f"{at}.requires_approval: must be true or false")
+    if "class" in tool and tool["class"] not in CLASSES:
+        problems.append(f"{at}.class: one of {', '.join(CLASSES)} (what calling it twice may do)")
+    chars = tool.get("max_result_chars", 8000)
+    if not isinstance(chars, int) or isinstance(chars, bool) or not 100 <= chars <= 1_000_000:
+        problems.append(f"{at}.max_result_chars: a whole number from 100 to 1000000")
+    seconds = tool.get("timeout_seconds", 30)
+    if not _number(seconds) or not 0 < seconds <= 600:
+        problems.append(f"{at}.timeout_seconds: a number of seconds above 0 (at most 600)")
+    check_tool_words(tool, at, problems)
+    if "approval" in tool and tool.get("requires_approval") is not False:
+        check_approval({**tool, "requires_approval": True}, at, problems)
+    return dict(tool)
 
 
 def _check_handoff(handoff: Any, problems: list[str]) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from django.db import (
 )
 from django.utils import timezone
 
-from apps.actions.registry import ACTIONS, ActionCall, ActionError
+from apps.actions.registry import ACTIONS, ActionCall, ActionError, OutcomeUnknown
 from apps.agent import calls, followups, handoff, history, knowledge, turns
 from apps.agent.providers import ModelFailed, ModelRequest, provider_for
 from apps.agent.statements import ASSISTANT_CONFIG, HOUSEKEEPING_DUE, ORPHANED, assistant_config
@@ -67,6 +67,7 @@ from apps.ledger.types import (
 )
 from apps.runs.models import ToolUsageLog, WorkflowLog
 from apps.runs.statements import oldest_running
+from apps.toolsources.resolve import resolved
 from apps.workspaces import actions as workspace_actions
 from apps.workspaces.queries import active_facts, reading_active_facts
 from apps.workspaces.storage import Workspace
@@ -549,7 +550,9 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
     opening = _opening(cid, run.turn_id)
     config = opening.config
     provider = provider_for(config)
-    tools = [*config.get("tools", []), *calls.offered_builtins(config)]
+    # A tool that cannot run now (a changed or missing tool of a tool source) is not offered; a call
+    # of it that comes anyway fails with the reason.
+    tools = [*(t for t in config.get("tools", []) if not t.get("unavailable")), *calls.offered_builtins(config)]
     # Control comes with the opening reads, and the first append goes on the head read with it only
     # if the agent had control then. Before a model round or a tool the run knows control as of the
     # head it last read or committed: the agent's while its commits go on its own heads (a change of
@@ -733,7 +736,7 @@ def _opening(conversation_id: str, turn_id: str) -> _Opening:
     # refuses it otherwise, and the row is locked and control read again).
     head = (control[0][1], control[0][2]) if control and control[0][0] == "agent" else None
     return _Opening(
-        config=config[0][0], turn=store.entries(conversation_id, turn), control=control, head=head,
+        config=resolved(config[0][0]), turn=store.entries(conversation_id, turn), control=control, head=head,
         earlier=_earlier_turns(conversation_id, turn_id, summary, store.entries(conversation_id, since)),
         facts=active_facts(conversation_id, facts),
     )
@@ -848,15 +851,34 @@ def _run_action(cid: str, run: WorkflowLog, step: turns.RunAction, held: lease.H
     try:
         output = action.run(ActionCall(cid, run.turn_id, call.call_id, step.tool, call.run_arguments,
                                        workspace=Workspace(cid, lease=held.token), first_key=first_key))
-        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output=output)
+        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=True, output=output,
+                                  model_output=_cut_for_model(output, step.tool))
+    except OutcomeUnknown:
+        if side_effecting:
+            # Sent, and no answer: as if its writer had died mid-call, the turn is quarantined (rule 8).
+            return commit([TurnAmbiguous(run_id=run.run_id, call_id=call.call_id, tool=call.tool, idempotency_key=first_key)],
+                          last=True)
+        finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False,
+                                  error="no answer came in time; it was sent again under the same key without one either")
     except ActionError as exc:
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - a broken action is the tool's failure, not the turn's crash
         log.exception("action %s raised", action.name)
         finished = ActionFinished(run_id=run.run_id, call_id=call.call_id, tool=call.tool, ok=False, error=type(exc).__name__)
-    if side_effecting:
+    if side_effecting or action.remote:
         faults.reach("during_action")
     return commit([started, finished] if read_only else [finished, *_settled(reattempt_of, call, finished)])
+
+
+def _cut_for_model(output, tool: dict) -> object:
+    """What the model is told of a long result: its first `max_result_chars` and a note; None when it fits."""
+    limit = tool.get("max_result_chars")
+    if not isinstance(limit, int) or limit <= 0:
+        return None
+    text = output if isinstance(output, str) else json.dumps(output, sort_keys=True, ensure_ascii=False)
+    if len(text) <= limit:
+        return None
+    return {"result": text[:limit], "note": f"the result was cut at {limit} of its {len(text)} characters"}
 
 
 def _settled(reattempt_of: dict, call: turns.CallState, finished: ActionFinished) -> list[QuarantineSettled]:

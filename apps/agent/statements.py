@@ -7,6 +7,7 @@ from apps.agent.models import Assistant
 from apps.conversations.models import ChatMessage, ControlChange, Conversation, EmailFollowUp, Lease
 from apps.ledger.sql import Statement
 from apps.runs.models import ToolUsageLog, WorkflowLog
+from apps.toolsources.resolve import resolved
 
 # The configuration of a conversation's assistant: every step of a run asks.
 ASSISTANT_CONFIG = Statement(
@@ -22,9 +23,9 @@ ASSISTANT_CONFIG = Statement(
 
 
 def assistant_config(conversation_id: str) -> dict:
-    """The configuration of the conversation's assistant."""
+    """The configuration of the conversation's assistant, its tool sources' tools resolved (`apps/toolsources/resolve.py`)."""
     [(config,)] = ASSISTANT_CONFIG.rows(conversation_id)
-    return config
+    return resolved(config)
 
 
 # The name the assistant's messages carry as their author (apps/agent/state.py).

@@ -224,10 +224,10 @@ def call_result(call: CallState, *, settled: bool = False) -> Any:
         return {"expired": True}
     if call.finished is not None and call.edits:
         # The model asked for other arguments than ran: it is told, in words, what the approver changed.
-        outcome = {"result": call.finished.output} if call.finished.ok else {"error": call.finished.error}
+        outcome = {"result": _seen(call.finished)} if call.finished.ok else {"error": call.finished.error}
         return {"note": f"approved with changes: {edited_text(call.edits)}", **outcome}
     if call.finished is not None:
-        return call.finished.output if call.finished.ok else {"error": call.finished.error}
+        return _seen(call.finished) if call.finished.ok else {"error": call.finished.error}
     if call.answer is not None and "decision" not in call.answer:
         return call.answer.get("output", call.answer)
     if not settled:
@@ -237,6 +237,11 @@ def call_result(call: CallState, *, settled: bool = False) -> Any:
     if call.expired:
         return {"expired": True}
     return {"outcome": "not_run"}
+
+
+def _seen(finished: ActionFinished) -> Any:
+    """An action's output as the model sees it: cut to the tool's `max_result_chars` when it was longer."""
+    return finished.output if finished.model_output is None else finished.model_output
 
 
 def past_rounds(state: TurnState, *, settled: bool = False) -> list[PastRound]:

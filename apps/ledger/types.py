@@ -110,12 +110,19 @@ class ActionStarted(EventKind):
 @_kind("action_finished")
 @dataclass(frozen=True)
 class ActionFinished(EventKind):
+    """
+    An action's outcome. `model_output`: what the model is told instead of a long `output` (its
+    first `max_result_chars`, with a note that it was cut); the log keeps `output` itself.
+    """
+
+    added = ("model_output",)
     run_id: str
     call_id: str
     tool: str
     ok: bool
     output: Any = None
     error: str = ""
+    model_output: Any = None
 
 
 @_kind("client_action_requested")

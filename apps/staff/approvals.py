@@ -19,6 +19,7 @@ from apps.agent import tools
 from apps.agent.config import tool_by_name
 from apps.runs.models import ToolUsageLog
 from apps.staff.queries import waited
+from apps.toolsources.resolve import resolved
 
 TEAM = ("staff", "any")
 
@@ -39,7 +40,7 @@ def pending_approvals(*, conversation_id: str | None = None, now: datetime | Non
 def card(usage: ToolUsageLog, *, now: datetime) -> dict[str, Any]:
     """What a staff approval card shows of a pending approval: the call in words, its exact arguments, its Edit."""
     assistant = usage.conversation.assistant
-    tool = tool_by_name(assistant.config, usage.tool) or {}
+    tool = tool_by_name(resolved(assistant.config), usage.tool) or {}
     call = {"call_id": usage.call_id, "kind": "approval", "tool": usage.tool, "arguments": usage.arguments,
             "editable": usage.editable}
     return {

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.staff import approval_views, views
+from apps.staff import approval_views, tool_sources, views
 from apps.staff import webhooks as webhook_views
 
 app_name = "staff"
@@ -21,6 +21,10 @@ urlpatterns = [
     path("conversations/<uuid:conversation_id>/notes", views.add_note, name="add_note"),
     path("waiting/", views.waiting, name="waiting"),
     path("approvals/", approval_views.queue, name="approvals"),
+    path("tool-sources/", tool_sources.page, name="tool_sources"),
+    path("tool-sources/add", tool_sources.add, name="tool_source_add"),
+    path("tool-sources/<uuid:source_id>/refresh", tool_sources.refresh, name="tool_source_refresh"),
+    path("tool-sources/<uuid:source_id>/tools/<str:name>/confirm", tool_sources.confirm, name="tool_source_confirm"),
     path("approve/<str:token>", approval_views.open_link, name="approve_link"),
     path("conversations/<uuid:conversation_id>/approvals/<str:call_id>", approval_views.answer, name="answer_approval"),
     path("quarantine/", views.quarantine, name="quarantine"),

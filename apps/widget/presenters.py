@@ -20,6 +20,7 @@ from apps.agent.state import conversation_state
 from apps.agent.tools import DECLINED, edit_fields, form_fields
 from apps.ledger.identities import persona_name
 from apps.runs.machine import CONTINUABLE, OPEN
+from apps.toolsources.resolve import resolved
 
 # `breaks`: a line break typed with Shift+Enter stays a line break in the message.
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": True, "breaks": True}).enable(["table", "linkify"])
@@ -236,6 +237,8 @@ def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         if call["kind"] == "approval":
             call["question"] = tools.approval_question(call, tool)
             call["expires_text"] = clock_time(call.get("expires_at"))
+            # A tool source's tool: where it acts, and what its class means (PRODUCT.md "Tool sources: MCP").
+            call["source_words"] = (tool.get("mcp") or {}).get("class_words", "")
             call["edit_fields"] = edit_fields(tool, call)
         call["display_name"] = tools.display_name(tool, call["tool"])
         call["fields"] = form_fields(tool.get("parameters", {}))
@@ -421,7 +424,7 @@ def answerer(persona: str, *, viewer: str) -> str:
 
 def page_context(*, conversation, token: str, persona: str, embed, permissions=frozenset(), **extra: Any) -> dict[str, Any]:
     """Everything the conversation page and its live fragments render, for one viewer."""
-    state = page_state(conversation_state(conversation, receipts=True), conversation.assistant.config)
+    state = page_state(conversation_state(conversation, receipts=True), resolved(conversation.assistant.config))
     return viewer_context(state, conversation=conversation, token=token, persona=persona, embed=embed,
                           permissions=permissions, team=team_status(conversation, datetime.now(UTC)), **extra)
 

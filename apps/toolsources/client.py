@@ -1,0 +1,170 @@
+"""
+Talking to an MCP server (PRODUCT.md "Tool sources: MCP"), with the `mcp` package's client over
+Streamable HTTP (it falls back to the handshake of earlier protocol versions by itself).
+
+Every connection is checked by the SSRF rules of outgoing calls (`apps.actions.outgoing`) with
+`WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE`, follows no redirect to another origin and ignores the
+environment's proxies. The calls are synchronous for their callers (the runner's threads, the
+API's views): each runs its own event loop. Header values go to the server and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+from dataclasses import dataclass
+from typing import Any
+
+import httpcore2
+import httpx2
+from django.conf import settings
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from apps.actions.outgoing import AsyncCheckedBackend
+
+IDEMPOTENCY_META = "io.waypoint/idempotency-key"
+MAX_EVENT_BYTES = 8_000_000  # a bigger result is refused rather than held in memory
+
+
+class SourceError(Exception):
+    """The server could not be reached or did not answer as an MCP server; the message says so in words."""
+
+
+class OutcomeUnknown(SourceError):
+    """The call was sent and no answer came (a timeout, a dropped connection): it may have taken effect."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    instructions: str
+    tools: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    output: Any  # structuredContent when given, else the text content
+
+
+class _CheckedTransport(httpx2.AsyncHTTPTransport):
+    def __init__(self, *, allow_private: bool) -> None:
+        limits = httpx2.Limits()
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=ssl.create_default_context(), max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
+            network_backend=AsyncCheckedBackend(allow_private=allow_private, core=httpcore2),
+        )
+
+
+def _http(headers: dict[str, str], timeout: float, statuses: list[int]) -> httpx2.AsyncClient:
+    async def seen(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)  # the MCP client's errors do not say which status came
+
+    return httpx2.AsyncClient(
+        transport=_CheckedTransport(allow_private=settings.WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE),
+        headers=headers, timeout=httpx2.Timeout(timeout, read=timeout), follow_redirects=False, trust_env=False,
+        event_hooks={"response": [seen]},
+    )
+
+
+def _words(exc: BaseException, statuses: list[int]) -> str:
+    """What went wrong, for people: never the headers (they are not in any of these messages)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc) or type(exc).__name__
+    failed = next((s for s in reversed(statuses) if s >= 400), None)
+    if failed in (401, 403):
+        return f"the server refused the credentials ({failed}): check the source's headers"
+    if failed in (404, 405):
+        return f"there is no MCP endpoint at this address ({failed})"
+    if failed is not None and failed >= 500:
+        return f"the server failed ({failed})"
+    if isinstance(exc, TimeoutError):
+        return "the server did not answer in time"
+    if "does not resolve" in text or "private" in text.lower() or "refused" in text.lower():
+        return text
+    return f"the server did not answer as an MCP server ({type(exc).__name__}: {text[:200]})"
+
+
+def _run(work, timeout: float):
+    async def bounded():
+        return await asyncio.wait_for(work(), timeout)
+
+    return asyncio.run(bounded())
+
+
+def list_tools(url: str, headers: dict[str, str], *, timeout: float = 20.0) -> Listing:
+    """
+    Connect and list the server's tools (every page).
+
+    :raises SourceError: not reachable, refused, not an MCP server, or too slow
+    """
+
+    statuses: list[int] = []
+
+    async def work() -> Listing:
+        async with _http(headers, timeout, statuses) as http, Client(
+                streamable_http_client(url, http_client=http, max_sse_event_size=MAX_EVENT_BYTES), cache=None) as client:
+            tools, cursor = [], None
+            while True:
+                page = await client.list_tools(cursor=cursor)
+                tools += [{"name": t.name, "description": t.description or "", "input_schema": t.input_schema,
+                           "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}}
+                          for t in page.tools]
+                cursor = page.next_cursor
+                if not cursor or len(tools) > 1000:
+                    break
+            instructions = getattr(client.session, "instructions", None) or ""
+            return Listing(instructions if isinstance(instructions, str) else "", tools)
+
+    try:
+        return _run(work, timeout)
+    except Exception as exc:  # noqa: BLE001 - whatever a server does, the person is told in words
+        raise SourceError(_words(exc, statuses)) from None
+
+
+def call_tool(url: str, headers: dict[str, str], name: str, arguments: dict[str, Any], *, key: str,
+              timeout: float = 30.0) -> Outcome:
+    """
+    Call one tool with the call's key in `Idempotency-Key` and in `_meta`.
+
+    :raises OutcomeUnknown: the call was sent and no answer came in time, or the connection dropped
+    :raises SourceError: the server could not be reached (nothing was sent) or refused the call
+    """
+    sent = {"value": False}
+    statuses: list[int] = []
+
+    async def work() -> Outcome:
+        async with _http({**headers, "Idempotency-Key": key}, timeout, statuses) as http, Client(
+                streamable_http_client(url, http_client=http, max_sse_event_size=MAX_EVENT_BYTES), cache=None) as client:
+            sent["value"] = True
+            result = await client.call_tool(name, arguments, meta={IDEMPOTENCY_META: key})
+            if result.structured_content is not None:
+                output: Any = result.structured_content
+            else:
+                texts = [getattr(part, "text", "") for part in result.content if getattr(part, "type", "") == "text"]
+                output = "\n".join(texts)
+            return Outcome(not result.is_error, output)
+
+    try:
+        return _run(work, timeout)
+    except Exception as exc:  # noqa: BLE001 - a server's failure is the call's, in words
+        if sent["value"] and not _refused(exc, statuses):
+            raise OutcomeUnknown(_words(exc, statuses)) from None
+        raise SourceError(_words(exc, statuses)) from None
+
+
+def _refused(exc: BaseException, statuses: list[int]) -> bool:
+    """An answer that says the call was not taken (a 4xx, a JSON-RPC error), as opposed to silence or a failure mid-way."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if any(400 <= s < 500 for s in statuses):
+        return True
+    code = getattr(getattr(exc, "error", None), "code", None)
+    return code in (-32600, -32601, -32602)  # invalid request, unknown method or tool, invalid params
+
+
+def text_of(output: Any) -> str:
+    return output if isinstance(output, str) else json.dumps(output, sort_keys=True, ensure_ascii=False)
