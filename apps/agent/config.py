@@ -122,13 +122,13 @@ def same_endpoint(a: str, b: str) -> bool:
 
 
 def check_config(config: Any, *, model_endpoints: tuple[str, ...] = (),
-                 tool_sources: dict[str, set[str]] | None = None) -> dict[str, Any]:
+                 tool_sources: dict[str, dict[str, dict]] | None = None) -> dict[str, Any]:
     """
     Validate an assistant configuration and fill in its defaults.
 
     `model_endpoints`: the base URLs this deployment sends its model key to; a `model.base_url`
     must be one of them (model endpoints are the deployment's configuration, not an API caller's).
-    `tool_sources`: the tool names of each live tool source by id, which `mcp` tools name.
+    `tool_sources`: the tools of each live tool source by id (name → input schema), which `mcp` tools name.
     :raises ConfigError: with one message per problem
     """
     problems: list[str] = []
@@ -261,7 +261,7 @@ MCP_TOOL_KEYS = {"name", "kind", "source", "tool", "requires_approval", "class",
                  "max_result_chars", "timeout_seconds", "description"}
 
 
-def _check_mcp_tool(tool: dict[str, Any], at: str, problems: list[str], sources: dict[str, set[str]] | None) -> dict[str, Any]:
+def _check_mcp_tool(tool: dict[str, Any], at: str, problems: list[str], sources: dict[str, dict[str, dict]] | None) -> dict[str, Any]:
     """An `mcp` tool (PRODUCT.md "Tool sources: MCP"): a live source's tool, with the assistant's overrides."""
     unknown = sorted(set(tool) - MCP_TOOL_KEYS)
     if unknown:
@@ -281,9 +281,12 @@ def _check_mcp_tool(tool: dict[str, Any], at: str, problems: list[str], sources:
     seconds = tool.get("timeout_seconds", 30)
     if not _number(seconds) or not 0 < seconds <= 600:
         problems.append(f"{at}.timeout_seconds: a number of seconds above 0 (at most 600)")
-    check_tool_words(tool, at, problems)
+    # Its parameters are the server's input schema: a summary or an editable field names them.
+    schema = (sources or {}).get(source, {}).get(name) if isinstance(source, str) and isinstance(name, str) else None
+    described = {**tool, "parameters": schema or {"type": "object", "properties": {}}}
+    check_tool_words(described, at, problems)
     if "approval" in tool and tool.get("requires_approval") is not False:
-        check_approval({**tool, "requires_approval": True}, at, problems)
+        check_approval({**described, "requires_approval": True}, at, problems)
     return dict(tool)
 
 

@@ -28,6 +28,7 @@ from apps.conversations import broadcast
 from apps.conversations.models import Conversation
 from apps.ledger import store
 from apps.runs.models import WorkflowLog
+from apps.toolsources.resolve import resolved
 
 POLL_SECONDS = 0.5
 ENCODER = EventEncoder()
@@ -60,7 +61,7 @@ def _opening(plan: Plan) -> dict[str, Any]:
         "state": state,
         "after": after,
         "run_id": run_id,
-        "tools": {t["name"]: t for t in conversation.assistant.config.get("tools", [])},
+        "tools": {t["name"]: t for t in resolved(conversation.assistant.config).get("tools", [])},
         "messages": events.messages_snapshot([m for m in state["messages"] if m["seq"] <= after],
                                              queries.client_message_ids(plan.conversation_id)),
         "before": store.read(plan.conversation_id, turn_id=_turn_of(run_id)) if run_id else [],

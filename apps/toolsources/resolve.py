@@ -15,9 +15,12 @@ MAX_RESULT_CHARS = 8_000
 TIMEOUT_SECONDS = 30
 
 
-def tool_names() -> dict[str, set[str]]:
-    """The tools each live source lists now (missing ones left out), by source id: what an assistant may name."""
-    return {str(s.id): {t["name"] for t in s.tools if not t.get("missing")}
+def tool_names() -> dict[str, dict[str, dict]]:
+    """
+    The tools each live source lists now (missing ones left out), by source id, each with its input
+    schema: what an assistant may name, and the parameters its summary may use.
+    """
+    return {str(s.id): {t["name"]: t.get("input_schema") or {} for t in s.tools if not t.get("missing")}
             for s in ToolSource.objects.filter(deleted_at__isnull=True)}
 
 

@@ -221,6 +221,7 @@ def _source(citation: dict[str, Any]) -> dict[str, Any]:
 
 def page_state(state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """Add the display fields the templates need to a `conversation_state`."""
+    config = resolved(config)  # a tool source's tools as their cards name them
     by_name = {t["name"]: t for t in config.get("tools", [])}
     for message in state["messages"]:
         message["html"] = mark_safe(message_html(message["id"], message["text"]))  # noqa: S308 - sanitised by nh3
@@ -424,7 +425,7 @@ def answerer(persona: str, *, viewer: str) -> str:
 
 def page_context(*, conversation, token: str, persona: str, embed, permissions=frozenset(), **extra: Any) -> dict[str, Any]:
     """Everything the conversation page and its live fragments render, for one viewer."""
-    state = page_state(conversation_state(conversation, receipts=True), resolved(conversation.assistant.config))
+    state = page_state(conversation_state(conversation, receipts=True), conversation.assistant.config)
     return viewer_context(state, conversation=conversation, token=token, persona=persona, embed=embed,
                           permissions=permissions, team=team_status(conversation, datetime.now(UTC)), **extra)
 

@@ -14,6 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from apps.agent import actions, handoff
+from apps.agent.config import tool_by_name
 from apps.agent.models import Assistant
 from apps.agent.state import conversation_state
 from apps.agent.tools import DECLINED, edit_fields, edited_arguments, form_fields, form_output
@@ -25,6 +26,7 @@ from apps.conversations.errors import (
     WaypointError,
 )
 from apps.conversations.models import Conversation
+from apps.toolsources.resolve import resolved
 from apps.widget import pushes
 from apps.widget.framing import Embed, allow_framing, embed_for
 from apps.widget.identity import Identity, IdentityRejected, check_identity
@@ -329,7 +331,7 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         output = {"decision": decision, "reviewed": {"tool": request.POST.get("reviewed_tool"), "arguments": arguments}}
         if decision == "approve_with_changes":
             # Edit's fields, posted as they are: only what differs from the assistant's call is an edit.
-            tool = next((t for t in conversation.assistant.config.get("tools", []) if t["name"] == call["tool"]), {})
+            tool = tool_by_name(resolved(conversation.assistant.config), call["tool"]) or {}
             edits = edited_arguments(call, edit_fields(tool, call), request.POST)
             output = {**output, "decision": "approve", **({"edited_arguments": edits} if edits else {})}
     elif request.POST.get("declined"):
@@ -337,7 +339,7 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
     elif call["kind"] == "question":
         output = {"answer": request.POST.get("answer", "")}
     else:
-        tool = next((t for t in conversation.assistant.config.get("tools", []) if t["name"] == call["tool"]), {})
+        tool = tool_by_name(resolved(conversation.assistant.config), call["tool"]) or {}
         output = form_output(form_fields(tool.get("parameters", {})), request.POST)
     try:
         acceptance = actions.accept_results(
