@@ -326,6 +326,9 @@ INSTALLED_APPS += ["apps.toolsources"]
 # is set; their header values are encrypted with this Fernet key (one derived from SECRET_KEY if unset).
 WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE = env.bool("WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE", default=False)
 WAYPOINT_TOOL_SOURCES_KEY = env.str("WAYPOINT_TOOL_SOURCES_KEY", default="")
+# Listing a server's tools gives up after this; one answer (a listing or a result) may be this large.
+WAYPOINT_TOOL_SOURCES_LIST_TIMEOUT_SECONDS = env.float("WAYPOINT_TOOL_SOURCES_LIST_TIMEOUT_SECONDS", default=20.0)
+WAYPOINT_TOOL_SOURCES_MAX_RESULT_BYTES = env.int("WAYPOINT_TOOL_SOURCES_MAX_RESULT_BYTES", default=8_000_000)
 WAYPOINT_KNOWLEDGE_MAX_FILE_BYTES = env.int("WAYPOINT_KNOWLEDGE_MAX_FILE_BYTES", default=10 * 1024 * 1024)
 # Content up to this size is indexed within the request that sends it; larger content answers at
 # once with status "indexing" and is indexed by the background indexer.

@@ -25,11 +25,14 @@ from mcp.client.streamable_http import streamable_http_client
 from apps.actions.outgoing import AsyncCheckedBackend
 
 IDEMPOTENCY_META = "io.waypoint/idempotency-key"
-MAX_EVENT_BYTES = 8_000_000  # a bigger result is refused rather than held in memory
 
 
 class SourceError(Exception):
     """The server could not be reached or did not answer as an MCP server; the message says so in words."""
+
+
+class TooLarge(Exception):
+    """The server's answer was larger than WAYPOINT_TOOL_SOURCES_MAX_RESULT_BYTES."""
 
 
 class OutcomeUnknown(SourceError):
@@ -61,6 +64,8 @@ class _CheckedTransport(httpx2.AsyncHTTPTransport):
 def _http(headers: dict[str, str], timeout: float, statuses: list[int]) -> httpx2.AsyncClient:
     async def seen(response: httpx2.Response) -> None:
         statuses.append(response.status_code)  # the MCP client's errors do not say which status came
+        if int(response.headers.get("content-length") or 0) > _max_bytes():
+            raise TooLarge(f"the answer was larger than {_max_bytes()} bytes")
 
     return httpx2.AsyncClient(
         transport=_CheckedTransport(allow_private=settings.WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE),
@@ -74,6 +79,8 @@ def _words(exc: BaseException, statuses: list[int]) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     text = str(exc) or type(exc).__name__
+    if isinstance(exc, TooLarge):
+        return str(exc)
     failed = next((s for s in reversed(statuses) if s >= 400), None)
     if failed in (401, 403):
         return f"the server refused the credentials ({failed}): check the source's headers"
@@ -88,6 +95,11 @@ def _words(exc: BaseException, statuses: list[int]) -> str:
     return f"the server did not answer as an MCP server ({type(exc).__name__}: {text[:200]})"
 
 
+def _max_bytes() -> int:
+    """The largest answer a server may send: a bigger one is refused rather than held in memory."""
+    return settings.WAYPOINT_TOOL_SOURCES_MAX_RESULT_BYTES
+
+
 def _run(work, timeout: float):
     async def bounded():
         return await asyncio.wait_for(work(), timeout)
@@ -95,7 +107,7 @@ def _run(work, timeout: float):
     return asyncio.run(bounded())
 
 
-def list_tools(url: str, headers: dict[str, str], *, timeout: float = 20.0) -> Listing:
+def list_tools(url: str, headers: dict[str, str], *, timeout: float | None = None) -> Listing:
     """
     Connect and list the server's tools (every page).
 
@@ -103,10 +115,11 @@ def list_tools(url: str, headers: dict[str, str], *, timeout: float = 20.0) -> L
     """
 
     statuses: list[int] = []
+    timeout = timeout or settings.WAYPOINT_TOOL_SOURCES_LIST_TIMEOUT_SECONDS
 
     async def work() -> Listing:
         async with _http(headers, timeout, statuses) as http, Client(
-                streamable_http_client(url, http_client=http, max_sse_event_size=MAX_EVENT_BYTES), cache=None) as client:
+                streamable_http_client(url, http_client=http, max_sse_event_size=_max_bytes()), cache=None) as client:
             tools, cursor = [], None
             while True:
                 page = await client.list_tools(cursor=cursor)
@@ -138,7 +151,7 @@ def call_tool(url: str, headers: dict[str, str], name: str, arguments: dict[str,
 
     async def work() -> Outcome:
         async with _http({**headers, "Idempotency-Key": key}, timeout, statuses) as http, Client(
-                streamable_http_client(url, http_client=http, max_sse_event_size=MAX_EVENT_BYTES), cache=None) as client:
+                streamable_http_client(url, http_client=http, max_sse_event_size=_max_bytes()), cache=None) as client:
             sent["value"] = True
             result = await client.call_tool(name, arguments, meta={IDEMPOTENCY_META: key})
             if result.structured_content is not None:
@@ -146,6 +159,8 @@ def call_tool(url: str, headers: dict[str, str], name: str, arguments: dict[str,
             else:
                 texts = [getattr(part, "text", "") for part in result.content if getattr(part, "type", "") == "text"]
                 output = "\n".join(texts)
+            if len(text_of(output)) > _max_bytes():
+                raise TooLarge(f"the answer was larger than {_max_bytes()} bytes")
             return Outcome(not result.is_error, output)
 
     try:
@@ -160,6 +175,8 @@ def _refused(exc: BaseException, statuses: list[int]) -> bool:
     """An answer that says the call was not taken (a 4xx, a JSON-RPC error), as opposed to silence or a failure mid-way."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, TooLarge):
+        return True  # it answered: too much, but the outcome is no mystery
     if any(400 <= s < 500 for s in statuses):
         return True
     code = getattr(getattr(exc, "error", None), "code", None)
