@@ -1360,7 +1360,7 @@ suite; the targets are goals, reported as met or not.
 
 # The end-to-end comparison first: the headline of a run stopped early.
 SECTIONS = ("floor", "embedded", "pushcost", "turns", "length", "webhooks", "peers", "state", "push", "load", "verify",
-            "staff", "idle", "hooklag", "sockets")
+            "staff", "idle", "hooklag", "sockets", "mcp")
 ON_OWN_CLUSTER = ("floor", "embedded")
 
 
@@ -1467,6 +1467,10 @@ def run_section(name: str, report: Report, database, args) -> None:
         from bench.staff import section_staff
 
         section_staff(report, quick=args.quick)
+    elif name == "mcp":
+        from bench.mcp import section_mcp
+
+        section_mcp(report, quick=args.quick)
 
 
 if __name__ == "__main__":
