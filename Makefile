@@ -21,21 +21,26 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[dev]'
 	@touch $@
 
-# PORT and SHOP_PORT move the server and the demo shop (make run PORT=8100 SHOP_PORT=8101).
+# PORT, SHOP_PORT and MCP_PORT move the server, the demo shop and its MCP server (make run PORT=8100 SHOP_PORT=8101 MCP_PORT=8102).
 PORT ?= 8000
 SHOP_PORT ?= 8001
+MCP_PORT ?= 8002
 URL := http://127.0.0.1:$(PORT)
 
 run: install
 	@DEBUG=1 $(PY) manage.py migrate --noinput --verbosity 0
-	@DEBUG=1 $(PY) manage.py load_demo --base-url $(URL) --allowed-origin http://127.0.0.1:$(SHOP_PORT) --allowed-origin http://localhost:$(SHOP_PORT)
-	@# The demo shop embeds the widget from another origin; both stop together. The addresses to open are
-	@# printed last, once both answer, so its start-up lines don't bury them.
-	@DEBUG=1 $(PY) manage.py demo_shop --port $(SHOP_PORT) --widget-url $(URL) & shop=$$!; \
-	DEBUG=1 WAYPOINT_WEBHOOK_ALLOW_PRIVATE=1 $(VENV)/bin/daphne -b 127.0.0.1 -p $(PORT) config.asgi:application & server=$$!; \
-	trap 'kill $$shop $$server 2>/dev/null' EXIT; \
+	@# The demo shop's MCP server comes first: the demo assistant's MCP tools are listed from it. The demo
+	@# shop embeds the widget from another origin; all three stop together. The addresses to open are
+	@# printed last, once each answers, so their start-up lines don't bury them.
+	@DEBUG=1 $(PY) manage.py demo_mcp --port $(MCP_PORT) & mcp=$$!; \
+	trap 'kill $$mcp $$shop $$server 2>/dev/null' EXIT; \
+	until (exec 3<>/dev/tcp/127.0.0.1/$(MCP_PORT)) 2>/dev/null; do kill -0 $$mcp 2>/dev/null || exit 1; sleep 0.2; done; \
+	DEBUG=1 WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE=1 $(PY) manage.py load_demo --base-url $(URL) --mcp-url http://127.0.0.1:$(MCP_PORT)/mcp \
+	  --allowed-origin http://127.0.0.1:$(SHOP_PORT) --allowed-origin http://localhost:$(SHOP_PORT) || exit 1; \
+	DEBUG=1 $(PY) manage.py demo_shop --port $(SHOP_PORT) --widget-url $(URL) & shop=$$!; \
+	DEBUG=1 WAYPOINT_WEBHOOK_ALLOW_PRIVATE=1 WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE=1 $(VENV)/bin/daphne -b 127.0.0.1 -p $(PORT) config.asgi:application & server=$$!; \
 	for p in $(PORT) $(SHOP_PORT); do until (exec 3<>/dev/tcp/127.0.0.1/$$p) 2>/dev/null; do \
-	  kill -0 $$server 2>/dev/null && kill -0 $$shop 2>/dev/null || exit 1; sleep 0.2; done; done; \
+	  kill -0 $$server 2>/dev/null && kill -0 $$shop 2>/dev/null && kill -0 $$mcp 2>/dev/null || exit 1; sleep 0.2; done; done; \
 	printf '\nWaypoint is ready. Open:\n  %-14s %s\n  %-14s %s\n  %-14s %s\n  %-14s %s\n\n' \
 	  "customer page" "$(URL)" "demo shop" "http://localhost:$(SHOP_PORT)" \
 	  "staff panel" "$(URL)/staff/ (make superuser creates your login)" "SDK demo" "$(URL)/static/waypoint/sdk-demo.html"; \

@@ -200,7 +200,9 @@ LOGGING = {
     # httpx logs every request's whole URL at INFO (httpcore its host at DEBUG): an outgoing call's
     # URL is an API caller's and may carry a token in its query, so neither logs below WARNING.
     "loggers": {"django.channels.server": {"level": "WARNING"}, "daphne.server": {"filters": ["no_http2_notice"]},
-                "httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+                "httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"},
+                # The same of the MCP client's httpx2 (a tool source's URL); the MCP SDK's own chatter.
+                "httpx2": {"level": "WARNING"}, "httpcore2": {"level": "WARNING"}, "mcp": {"level": "WARNING"}},
 }
 
 # --- Waypoint ---------------------------------------------------------------------------------

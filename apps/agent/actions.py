@@ -83,17 +83,21 @@ def create_assistant(*, config: Any, is_demo: bool = False) -> Assistant:
     return Assistant.objects.create(name=clean["name"], config=clean, is_demo=is_demo)
 
 
-def load_demo(*, base_url: str, allowed_origins: list[str] | None = None, model: str = "") -> Assistant:
+def load_demo(*, base_url: str, allowed_origins: list[str] | None = None, model: str = "", mcp_url: str = "") -> Assistant:
     """
     Create or refresh the demo assistant, whose refund webhook points at this server's demo shop.
 
     `allowed_origins` are the sites that may embed its widget (the demo shop of `make run`).
     `model`: a model name on the deployment's OpenAI-compatible endpoint instead of the scripted model.
+    `mcp_url`: the demo shop's MCP server; it becomes (or refreshes) the tool source the demo's MCP tools name.
     :raises ConfigError: an allowed origin is not like https://shop.example
+    :raises SourceRefused: the MCP server could not be listed
     """
-    from apps.agent.demo import DEMO_NAME, demo_config
+    from apps.agent.demo import DEMO_NAME, demo_config, with_mcp_tools
 
     config = demo_config(f"{base_url.rstrip('/')}/demo/hooks/refund", model=model)
+    if mcp_url:
+        config = with_mcp_tools(config, demo_source(mcp_url))
     if allowed_origins:
         config["allowed_origins"] = list(allowed_origins)
     clean = check_assistant_config(config)
@@ -103,6 +107,15 @@ def load_demo(*, base_url: str, allowed_origins: list[str] | None = None, model:
     assistant.config = clean
     assistant.save(update_fields=["config", "updated_at"])
     return assistant
+
+
+def demo_source(url: str) -> str:
+    """The demo shop's tool source at `url`, added or listed again; its id."""
+    from apps.toolsources import actions as sources
+    from apps.toolsources.demo import SOURCE_NAME
+
+    found = next((s for s in sources.live_sources() if s.name == SOURCE_NAME and s.url == url), None)
+    return str((sources.refresh_source(str(found.id)) if found else sources.create_source(name=SOURCE_NAME, url=url)).id)
 
 
 # --- turns -------------------------------------------------------------------------------------

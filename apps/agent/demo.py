@@ -99,3 +99,37 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
     if model:
         config["model"] = real_model(model)
     return config
+
+
+def with_mcp_tools(config: dict, source: str) -> dict:
+    """
+    The demo with the demo shop's MCP server as a tool source: an order's status (read), a new
+    address (idempotent) and a return's refund (destructive: approved by class, done once).
+    """
+    rules = [
+        {"match": r"\b(status|track)\b", "steps": [
+            {"call": "order_status", "arguments": {"order_id": "A-1"}},
+            {"say": "Order A-1 is {result.status}, on its way to {result.address}."}]},
+        {"match": r"\baddress\b", "steps": [
+            {"call": "change_address", "arguments": {"order_id": "A-1", "address": "221B Baker Street"}},
+            {"say": "Done: order A-1 now goes to {result.address}."}]},
+        {"match": r"\breturn\b", "steps": [
+            {"call": "return_refund", "arguments": {"order_id": "A-1", "amount": 20}},
+            {"when": "denied", "say": "The return was declined, so nothing was refunded."},
+            {"when": "failed", "say": "The refund could not be issued just now. Nothing was refunded; please try again later."},
+            {"say": "Refund {result.refund_id} issued for the return of order A-1."}]},
+    ]
+    tools = [
+        {"name": "order_status", "kind": "mcp", "source": source, "tool": "lookup_order", "display_name": "Order status",
+         "summary": "Looking up order {order_id}"},
+        {"name": "change_address", "kind": "mcp", "source": source, "tool": "update_address", "display_name": "New address",
+         "summary": "Send order {order_id} to {address}"},
+        {"name": "return_refund", "kind": "mcp", "source": source, "tool": "issue_refund", "display_name": "Return refund",
+         "summary": "Refund ${amount} for the return of order {order_id}"},
+    ]
+    model = config["model"]
+    if model.get("provider") == "scripted":
+        # Before the webhook refund's rule, which any message naming a refund would match first.
+        model = {**model, "rules": [*model["rules"][:1], *rules, *model["rules"][1:]]}
+    return {**config, "model": model, "tools": [*config["tools"], *tools]}
+

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -45,9 +46,12 @@ def _check_headers(headers: Any) -> dict[str, str]:
 
 def _check_url(url: Any) -> str:
     try:
-        parse_target(url)
+        target = parse_target(url)
     except TargetError as exc:
         raise BadInput(f"url: {exc}") from None
+    # The headers are secrets: they go out encrypted, as webhook deliveries do (plain http only for local development).
+    if target.scheme != "https" and not settings.WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE:
+        raise BadInput("url: must be https, since its headers are secrets")
     return url
 
 
@@ -103,7 +107,7 @@ def refresh_source(source_id: str) -> ToolSource:
     :raises SourceRefused: the server could not be listed; the catalog stays as it was
     """
     source = live_source(source_id)
-    listing = _list(source.url, secrets.unseal(source.headers))
+    listing = _list(source.url, _headers_of(source))
     with transaction.atomic():
         source = ToolSource.objects.select_for_update().get(id=source.id)
         source.tools = catalog.merge(listing.tools, source.tools, source.confirmed)
@@ -111,6 +115,15 @@ def refresh_source(source_id: str) -> ToolSource:
         source.description, source.refreshed_at = listing.instructions[:2000], timezone.now()
         source.save(update_fields=["tools", "confirmed", "description", "refreshed_at"])
     return source
+
+
+def _headers_of(source: ToolSource) -> dict[str, str]:
+    """:raises BadInput: the headers were stored under another key (the deployment's key changed)"""
+    try:
+        return secrets.unseal(source.headers)
+    except secrets.UnreadableHeaders:
+        raise BadInput(f"{source.name}'s headers were stored under another key than this deployment's: delete the source "
+                       "and add it again with its headers") from None
 
 
 def confirm_tool(source_id: str, name: str) -> ToolSource:

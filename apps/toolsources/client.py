@@ -158,7 +158,7 @@ def call_tool(url: str, headers: dict[str, str], name: str, arguments: dict[str,
                 output: Any = result.structured_content
             else:
                 texts = [getattr(part, "text", "") for part in result.content if getattr(part, "type", "") == "text"]
-                output = "\n".join(texts)
+                output = _json_or_text("\n".join(texts))
             if len(text_of(output)) > _max_bytes():
                 raise TooLarge(f"the answer was larger than {_max_bytes()} bytes")
             return Outcome(not result.is_error, output)
@@ -176,11 +176,22 @@ def _refused(exc: BaseException, statuses: list[int]) -> bool:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, TooLarge):
-        return True  # it answered: too much, but the outcome is no mystery
+        return False  # the server acted and answered, but what it answered was not read: the outcome is not known
     if any(400 <= s < 500 for s in statuses):
         return True
     code = getattr(getattr(exc, "error", None), "code", None)
     return code in (-32600, -32601, -32602)  # invalid request, unknown method or tool, invalid params
+
+
+def _json_or_text(text: str) -> Any:
+    """A text result that is one JSON object or array is read as it: servers often put their result there as JSON."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            pass
+    return text
 
 
 def text_of(output: Any) -> str:

@@ -39,4 +39,4 @@ def unseal(sealed: str) -> dict[str, str]:
     try:
         return json.loads(_fernet().decrypt(sealed.encode()))
     except InvalidToken as exc:
-        raise UnreadableHeaders("the source's headers were stored under another key; set them again") from exc
+        raise UnreadableHeaders("the source's headers were stored under another key; add the source again with them") from exc

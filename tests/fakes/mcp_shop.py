@@ -97,20 +97,25 @@ class McpShop:
         return [c for c in self.calls if c["tool"] == tool]
 
     def __enter__(self) -> McpShop:
-        config = uvicorn.Config(self.app(), host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
-        self._uvicorn = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._uvicorn.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._uvicorn.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the MCP shop did not start")
-            time.sleep(0.02)
+        self._uvicorn, self._thread = serve(self.app(), self.port)
         return self
 
     def __exit__(self, *exc) -> None:
         self._uvicorn.should_exit = True
         self._thread.join(timeout=5)
+
+
+def serve(app, port: int) -> tuple[uvicorn.Server, threading.Thread]:
+    """Serve an ASGI app on 127.0.0.1:`port` in a thread, once it answers; stop it with `should_exit`."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the MCP server did not start")
+        time.sleep(0.02)
+    return server, thread
 
 
 def _free_port() -> int:

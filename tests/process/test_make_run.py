@@ -60,8 +60,8 @@ def read_until(proc: subprocess.Popen, marker: str, timeout: float) -> list[str]
 
 class TestMakeRun:
     def test_ends_on_the_addresses_to_open_with_the_shop_where_the_readme_says(self, database):
-        port, shop_port = free_port(), free_port()
-        proc = subprocess.Popen(["make", "--no-print-directory", "run", f"PORT={port}", f"SHOP_PORT={shop_port}"],
+        port, shop_port, mcp_port = free_port(), free_port(), free_port()
+        proc = subprocess.Popen(["make", "--no-print-directory", "run", f"PORT={port}", f"SHOP_PORT={shop_port}", f"MCP_PORT={mcp_port}"],
                                 cwd=ROOT, env=newcomer_env(database), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
         try:
@@ -76,7 +76,7 @@ class TestMakeRun:
         output = "\n".join(lines)
         assert "HTTP/2" not in output
         assert "Applying" not in output
-        assert len(lines) <= 14, output
+        assert len(lines) <= 16, output
         ready = lines.index("Waypoint is ready. Open:")
         addresses = "\n".join(lines[ready:])
         assert re.search(rf"customer page +http://127\.0\.0\.1:{port}$", addresses, re.M), addresses
@@ -84,6 +84,7 @@ class TestMakeRun:
         assert f"http://127.0.0.1:{port}/staff/" in addresses
         assert f"http://127.0.0.1:{port}/static/waypoint/sdk-demo.html" in addresses
         assert f"demo shop on http://localhost:{shop_port}/" in output
+        assert f"demo shop MCP server on http://127.0.0.1:{mcp_port}/mcp" in output
         assert shop.status_code == 200 and page.status_code == 200
 
     def test_the_readme_names_the_shop_address_the_shop_prints(self):

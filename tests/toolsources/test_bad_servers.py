@@ -170,3 +170,11 @@ def test_a_source_deleted_while_its_approval_waits_fails_the_call_in_words(api: 
     assert answered.status_code == 200
     assert shop.of("issue_refund") == []
     assert "its tool source was deleted" in answered.json()["state"]["messages"][-1]["text"]
+
+
+def test_a_source_must_be_https_outside_local_development(api: Api, settings):
+    settings.WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE = False
+
+    refused = api.post("/v1/tool-sources", {"name": "x", "url": "http://shop.example/mcp", "headers": {"Authorization": "Bearer s"}})
+
+    assert refused.status_code == 422 and "must be https" in refused.json()["error"]["message"]

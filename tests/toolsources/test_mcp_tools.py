@@ -80,7 +80,8 @@ class TestTheCatalog:
     def test_a_private_address_is_refused_unless_allowed(self, api: Api, shop, settings):
         settings.WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE = False
 
-        refused = api.post("/v1/tool-sources", {"name": "x", "url": shop.url, "headers": {"Authorization": f"Bearer {SECRET}"}})
+        url = shop.url.replace("http://", "https://")
+        refused = api.post("/v1/tool-sources", {"name": "x", "url": url, "headers": {"Authorization": f"Bearer {SECRET}"}})
 
         assert refused.status_code == 422 and "127.0.0.1" in refused.json()["error"]["message"]
         assert shop.calls == []
