@@ -20,11 +20,15 @@ from mcp_types import ToolAnnotations
 
 
 class McpShop:
-    def __init__(self, *, token: str = "", delay: float = 0.0) -> None:
+    def __init__(self, *, token: str = "", delay: float = 0.0, legacy: bool = False) -> None:
+        """`legacy`: a server of the handshake era, which knows no `server/discover` (clients fall back to `initialize`)."""
         self.calls: list[dict[str, Any]] = []  # every tools/call: tool, arguments, key header, _meta key, headers
         self.refunds: dict[str, dict] = {}
         self.token, self.delay = token, delay
         self.server = self._build()
+        if legacy:
+            self.server._lowlevel_server._request_handlers.pop("server/discover")
+        self.protocols: list[str] = []  # the MCP-Protocol-Version of each request
         self.port = _free_port()
         self._uvicorn: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -79,13 +83,12 @@ class McpShop:
 
     def app(self):
         inner = self.server.streamable_http_app()
-        if not self.token:
-            return inner
 
         async def guarded(scope, receive, send):
             if scope["type"] == "http":
                 headers = dict(scope.get("headers") or [])
-                if headers.get(b"authorization", b"").decode() != f"Bearer {self.token}":
+                self.protocols.append(headers.get(b"mcp-protocol-version", b"").decode())
+                if self.token and headers.get(b"authorization", b"").decode() != f"Bearer {self.token}":
                     await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
                     await send({"type": "http.response.body", "body": b"unauthorized"})
                     return

@@ -217,3 +217,21 @@ class TestTheSecretHeader:
             assert page.status_code == 200 and SECRET not in page.content.decode(), path
         out, err = capfd.readouterr()
         assert SECRET not in out + err
+
+
+class TestEarlierProtocolVersions:
+    def test_a_server_of_the_handshake_era_is_listed_and_called(self, api: Api, settings):
+        settings.WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE = True
+        with McpShop(legacy=True) as old:
+            made = api.post("/v1/tool-sources", {"name": "Old shop", "url": old.url})
+            assert made.status_code == 201, made.content
+            assistant = desk(api, made.json(), {"name": "lookup", "tool": "lookup_order"},
+                             steps=[{"call": "lookup", "arguments": {"order_id": "A-1"}}, {"say": "{result}"}])
+            cid = api.start("go", assistant=assistant)["conversation_id"]
+
+        [call] = old.of("lookup_order")
+        assert call["key"] and "shipped" in state(cid)["messages"][-1]["text"]
+        # The probe of the newest version was refused, and the call went out under the handshake era's.
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+        assert call["headers"]["mcp-protocol-version"] in HANDSHAKE_PROTOCOL_VERSIONS
