@@ -359,7 +359,7 @@ def _same_answer(usage: ToolUsageLog, output: Any) -> bool:
     if usage.kind == "approval":
         return isinstance(output, dict) and usage.output == _approval_output(output)
     if usage.kind == "question" and output != DECLINED:
-        return usage.output == {"answer": output.get("answer")}
+        return isinstance(output, dict) and usage.output == {"answer": output.get("answer")}
     return usage.output == output
 
 

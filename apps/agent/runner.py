@@ -788,16 +788,19 @@ def _request_event(run: WorkflowLog, state: turns.TurnState, config: dict, call:
         # A required approver of "staff" raises every approval of the turn to the team; never lowers one.
         approver = "staff" if required == "staff" else settings_["approver"]
         seconds = settings_["expires_in_seconds"]
+        reattempt = _reattempt(call, tool, earlier)
         return ApprovalRequest(
             run_id=run.run_id,
             call_id=call.call_id,
             tool=call.tool,
             arguments=call.arguments,
             required_approver=named_approver(required, approver),
-            reattempt_of=_reattempt(call, tool, earlier),
+            reattempt_of=reattempt,
             approver="" if approver == "customer" else approver,
             expires_at=store.iso(timezone.now() + timedelta(seconds=seconds)) if seconds else "",
-            editable=settings_["editable"],
+            # A re-attempt goes under its first attempt's key, which the receiving system deduplicates
+            # on: changed arguments would silently not run. It is approved as it is, or denied.
+            editable=[] if reattempt else settings_["editable"],
         )
     expires_at = ""
     if state.mode == "simple":

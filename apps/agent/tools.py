@@ -9,6 +9,7 @@ checked configuration, and `summary` never raises even on one stored before thes
 from __future__ import annotations
 
 import json
+import math
 import re
 import string
 from datetime import UTC, date, datetime, timedelta
@@ -247,6 +248,8 @@ def progress_phrase(tool: dict[str, Any], name: str, arguments: Any = None) -> s
 # --- approvals: expiry, edits, approvers (PRODUCT.md "Approvals: expiry, edits, approvers") --------
 
 APPROVERS = ("customer", "staff", "any")
+EDITABLE_TYPES = ("string", "number", "integer")
+LARGEST_INTEGER = 2**53  # what every JSON reader takes exactly (the log's canonical form refuses more)
 MAX_APPROVAL_SECONDS = 30 * 86_400
 
 
@@ -301,6 +304,13 @@ def check_approval(tool: dict[str, Any], at: str, problems: list[str]) -> None:
     if missing:
         problems.append(f"{at}.approval.editable: {', '.join(missing)} "
                         f"{'is' if len(missing) == 1 else 'are'} not among the tool's parameters")
+        return
+    # An edit is typed into a form field: text or a number (a list or an object is no field to type in).
+    kinds = {n: (_properties(tool)[n] or {}).get("type", "string") if isinstance(_properties(tool)[n], dict) else "string"
+             for n in editable}
+    unfit = [n for n, kind in kinds.items() if kind not in EDITABLE_TYPES]
+    if unfit:
+        problems.append(f"{at}.approval.editable: {', '.join(unfit)} cannot be edited: only text and number parameters can")
 
 
 def _schema_problem(spec: Any, value: Any, label: str) -> str:
@@ -309,8 +319,8 @@ def _schema_problem(spec: Any, value: Any, label: str) -> str:
         return ""
     try:
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(spec).iter_errors(value))
-    except jsonschema.exceptions.SchemaError:
-        return ""  # a tool's own schema that is not one: checked nowhere else, so it does not block an edit
+    except Exception:  # noqa: BLE001 - a tool's schema that cannot be applied (invalid, an unresolvable $ref) blocks no edit
+        return ""
     if error is None:
         return ""
     kind = spec.get("type")
@@ -338,6 +348,10 @@ def edit_problem(tool: dict[str, Any], editable: list[str], edits: Any, argument
         label = (spec.get("title") if isinstance(spec, dict) else None) or name
         if value is None and name in ((tool.get("parameters") or {}).get("required") or []):
             return f"{label} is required"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{label} must be a number"
+        if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > LARGEST_INTEGER:
+            return f"{label} is too large"
         if problem := _schema_problem(spec, value, label):
             return problem
     params = tool.get("parameters")

@@ -23,6 +23,7 @@ from apps.ledger.identities import persona_name
 from apps.runs.models import ToolUsageLog
 from apps.staff import actions, approvals
 from apps.staff.views import _after_control, staff_only
+from apps.toolsources.resolve import resolved
 
 QUEUE = "staff/approvals.html"
 
@@ -85,7 +86,7 @@ def _output(request: HttpRequest, usage: ToolUsageLog) -> dict:
     decision = request.POST.get("decision", "")
     output = {"decision": decision, "reviewed": {"tool": usage.tool, "arguments": reviewed}}
     if decision == "approve_with_changes":
-        tool = tool_by_name(usage.conversation.assistant.config, usage.tool) or {}
+        tool = tool_by_name(resolved(usage.conversation.assistant.config), usage.tool) or {}
         call = {"arguments": usage.arguments, "editable": usage.editable}
         edits = edited_arguments(call, edit_fields(tool, call), request.POST)
         output = {**output, "decision": "approve", **({"edited_arguments": edits} if edits else {})}

@@ -105,7 +105,7 @@ def refresh(request: HttpRequest, source_id) -> HttpResponse:
 @require_POST
 def confirm(request: HttpRequest, source_id, name: str) -> HttpResponse:
     try:
-        actions.confirm_tool(str(source_id), name)
+        actions.confirm_tool(str(source_id), name, fingerprint=request.POST.get("fingerprint") or None)
         messages.success(request, f"Confirmed {name}: it is enabled as it now is.")
     except WaypointError as exc:
         messages.error(request, exc.message)

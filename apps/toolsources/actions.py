@@ -19,6 +19,7 @@ from apps.toolsources import catalog, client, secrets
 from apps.toolsources.models import ToolSource
 
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$")
+_HEADER_VALUE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
 # Headers an MCP connection sets itself: a source may not replace them.
 _RESERVED = {"host", "content-length", "content-type", "accept", "idempotency-key", "mcp-session-id", "mcp-protocol-version",
              "connection", "transfer-encoding"}
@@ -39,8 +40,9 @@ def _check_headers(headers: Any) -> dict[str, str]:
     for name, value in headers.items():
         if not isinstance(name, str) or not _HEADER_NAME.match(name) or name.lower() in _RESERVED:
             raise BadInput(f"headers: {str(name)[:100]!r} is not a header a source may set")
-        if not isinstance(value, str) or len(value) > 4000 or any(c in value for c in "\r\n\x00"):
-            raise BadInput(f"headers: the value of {name} must be text of at most 4000 characters on one line")
+        if not isinstance(value, str) or len(value) > 4000 or not _HEADER_VALUE.fullmatch(value):
+            raise BadInput(f"headers: the value of {name} must be text of at most 4000 visible characters on one line, "
+                           "with no space at either end")
     return dict(headers)
 
 
@@ -126,12 +128,14 @@ def _headers_of(source: ToolSource) -> dict[str, str]:
                        "and add it again with its headers") from None
 
 
-def confirm_tool(source_id: str, name: str) -> ToolSource:
+def confirm_tool(source_id: str, name: str, fingerprint: str | None = None) -> ToolSource:
     """
     Confirm a changed tool's new definition: it is enabled again as it now is.
 
+    `fingerprint`: the definition the person reviewed; if a refresh brought another one meanwhile,
+    nothing is confirmed.
     :raises NotFound: no such source or tool
-    :raises BadInput: the tool is missing from the server, or its schema cannot be offered
+    :raises BadInput: the tool is missing from the server, its schema cannot be offered, or it changed again
     """
     with transaction.atomic():
         source = live_source(source_id)
@@ -143,6 +147,8 @@ def confirm_tool(source_id: str, name: str) -> ToolSource:
             raise BadInput(f"{name} is no longer on the server: refresh the source once it is back")
         if tool.get("problem"):
             raise BadInput(f"{name} cannot be enabled: {tool['problem']}")
+        if fingerprint and fingerprint != tool["fingerprint"]:
+            raise BadInput(f"{name} changed again since it was shown: look at it once more before confirming")
         tool.update(changed=False, enabled=True)
         source.confirmed = {**source.confirmed, name: tool["fingerprint"]}
         source.save(update_fields=["tools", "confirmed"])

@@ -63,7 +63,10 @@ class _CheckedTransport(httpx2.AsyncHTTPTransport):
 
 def _http(headers: dict[str, str], timeout: float, statuses: list[int]) -> httpx2.AsyncClient:
     async def seen(response: httpx2.Response) -> None:
-        statuses.append(response.status_code)  # the MCP client's errors do not say which status came
+        # The MCP client's errors do not say which status came. Only POSTs (the messages) count: a
+        # server may answer the optional GET event stream with 405 and still take every call.
+        if response.request.method == "POST":
+            statuses.append(response.status_code)
         if int(response.headers.get("content-length") or 0) > _max_bytes():
             raise TooLarge(f"the answer was larger than {_max_bytes()} bytes")
 
@@ -74,11 +77,14 @@ def _http(headers: dict[str, str], timeout: float, statuses: list[int]) -> httpx
     )
 
 
-def _words(exc: BaseException, statuses: list[int]) -> str:
-    """What went wrong, for people: never the headers (they are not in any of these messages)."""
+def _words(exc: BaseException, statuses: list[int], secrets: dict[str, str] | None = None) -> str:
+    """What went wrong, for people: never a header value, even one an HTTP library quoted back."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     text = str(exc) or type(exc).__name__
+    for value in (secrets or {}).values():
+        if value:
+            text = text.replace(value, "•••")
     if isinstance(exc, TooLarge):
         return str(exc)
     failed = next((s for s in reversed(statuses) if s >= 400), None)
@@ -135,7 +141,7 @@ def list_tools(url: str, headers: dict[str, str], *, timeout: float | None = Non
     try:
         return _run(work, timeout)
     except Exception as exc:  # noqa: BLE001 - whatever a server does, the person is told in words
-        raise SourceError(_words(exc, statuses)) from None
+        raise SourceError(_words(exc, statuses, headers)) from None
 
 
 def call_tool(url: str, headers: dict[str, str], name: str, arguments: dict[str, Any], *, key: str,
@@ -153,6 +159,7 @@ def call_tool(url: str, headers: dict[str, str], name: str, arguments: dict[str,
         async with _http({**headers, "Idempotency-Key": key}, timeout, statuses) as http, Client(
                 streamable_http_client(url, http_client=http, max_sse_event_size=_max_bytes()), cache=None) as client:
             sent["value"] = True
+            statuses.clear()  # from here, a status is the call's own
             result = await client.call_tool(name, arguments, meta={IDEMPOTENCY_META: key})
             if result.structured_content is not None:
                 output: Any = result.structured_content
@@ -167,8 +174,8 @@ def call_tool(url: str, headers: dict[str, str], name: str, arguments: dict[str,
         return _run(work, timeout)
     except Exception as exc:  # noqa: BLE001 - a server's failure is the call's, in words
         if sent["value"] and not _refused(exc, statuses):
-            raise OutcomeUnknown(_words(exc, statuses)) from None
-        raise SourceError(_words(exc, statuses)) from None
+            raise OutcomeUnknown(_words(exc, statuses, headers)) from None
+        raise SourceError(_words(exc, statuses, headers)) from None
 
 
 def _refused(exc: BaseException, statuses: list[int]) -> bool:

@@ -57,7 +57,7 @@ def _arguments_problem(schema: Any, arguments: dict[str, Any]) -> str:
         return ""
     try:
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(arguments))
-    except jsonschema.exceptions.SchemaError:
+    except Exception:  # noqa: BLE001 - a server's schema that cannot be applied (an unresolvable $ref) blocks no call
         return ""
     return error.message if error is not None else ""
 

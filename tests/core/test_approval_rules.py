@@ -37,7 +37,7 @@ def refund_tool(**approval):
             "summary": "Refund {amount} for order {order_id}",
             "parameters": {"type": "object", "required": ["order_id", "amount"],
                            "properties": {"order_id": {"type": "string"}, "amount": {"type": "number", "minimum": 1},
-                                          "note": {"type": "string", "maxLength": 40}}},
+                                          "note": {"type": "string", "maxLength": 40}, "tags": {"type": "array"}}},
             **({"approval": approval} if approval else {})}
 
 
@@ -220,6 +220,9 @@ class TestApproveWithChanges:
         ({"edited_arguments": {"amount": 0}}, "amount: 0 is less than the minimum of 1"),
         ({"edited_arguments": {"note": "x" * 41}}, "note: "),
         ({"edited_arguments": {}}, "edited_arguments must be an object of the fields you changed"),
+        ({"edited_arguments": {"amount": float("nan")}}, "amount must be a number"),
+        ({"edited_arguments": {"amount": float("inf")}}, "amount must be a number"),
+        ({"edited_arguments": {"amount": 2**60}}, "amount is too large"),
         ({"edited_arguments": [15]}, "edited_arguments must be an object of the fields you changed"),
         ({"decision": "deny", "edited_arguments": {"amount": 15}}, "edited_arguments go with approve"),
     ])
@@ -315,6 +318,7 @@ class TestConfiguration:
         ({"editable": ["total"]}, "approval.editable: total is not among the tool's parameters"),
         ({"editable": "amount"}, "approval.editable: a list of the tool's parameter names"),
         ({"timeout": 5}, "approval: unknown keys ['timeout']"),
+        ({"editable": ["tags"]}, "approval.editable: tags cannot be edited: only text and number parameters can"),
     ])
     def test_a_bad_approval_block_is_refused_in_words(self, make_assistant, approval, words):
         from apps.conversations.errors import InvalidAssistantConfig

@@ -87,7 +87,8 @@ def test_bad_urls_and_headers_are_422(api: Api):
     for body, words in [({"name": "x", "url": "ftp://shop.example/mcp"}, "http(s)"),
                         ({"name": "x", "url": "https://user:pw@shop.example/mcp"}, "user name or password"),
                         ({"name": "x", "url": "https://shop.example/mcp", "headers": {"Idempotency-Key": "mine"}}, "not a header"),
-                        ({"name": "x", "url": "https://shop.example/mcp", "headers": {"X-Token": "a\nb"}}, "one line")]:
+                        ({"name": "x", "url": "https://shop.example/mcp", "headers": {"X-Token": "a\nb"}}, "one line"),
+                        ({"name": "x", "url": "https://shop.example/mcp", "headers": {"X-Token": "secret "}}, "no space at either end")]:
         refused = api.post("/v1/tool-sources", body)
         assert refused.status_code == 422 and words in json.dumps(refused.json()), (body, refused.content)
 

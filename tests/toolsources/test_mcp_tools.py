@@ -172,6 +172,20 @@ class TestReviewedDefinitions:
         cid = api.start("go", assistant=assistant)["conversation_id"]
         assert len(shop.of("lookup_order")) == 1
 
+    def test_confirming_a_definition_that_changed_again_since_it_was_shown_confirms_nothing(self, api: Api, source, shop):
+        from apps.conversations.errors import BadInput
+        from apps.toolsources import actions as sources
+
+        tools = shop.server._tool_manager._tools
+        tools["lookup_order"].description = "Look an order up, second version"
+        shown = next(t for t in api.post(f"/v1/tool-sources/{source['id']}/refresh").json()["tools"] if t["name"] == "lookup_order")
+        tools["lookup_order"].description = "Look an order up, third version"
+        api.post(f"/v1/tool-sources/{source['id']}/refresh")
+
+        with pytest.raises(BadInput, match="changed again since it was shown"):
+            sources.confirm_tool(source["id"], "lookup_order", fingerprint=shown["fingerprint"])
+        assert not next(t for t in api.get(f"/v1/tool-sources/{source['id']}").json()["tools"] if t["name"] == "lookup_order")["enabled"]
+
     def test_a_tool_gone_from_the_server_is_missing_and_its_call_fails(self, api: Api, source, shop):
         assistant = desk(api, source, {"name": "note", "tool": "add_note", "requires_approval": False},
                          steps=[{"call": "note", "arguments": {"order_id": "A-1", "note": "x"}}, {"say": "{result}"}])
