@@ -30,22 +30,25 @@ def server(shop):
     running = DaphneServer(database, env={"WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE": "1"})
     database.manage("load_demo", "--base-url", f"http://127.0.0.1:{running.port}")
     running.start()
-    key = database.manage("create_api_key", "e2e-mcp").strip().splitlines()[-1]
-    api = {"Authorization": f"Bearer {key}"}
-    source = httpx.post(running.url + "/v1/tool-sources", headers=api, timeout=30, json={
-        "name": "Acme shop", "url": shop.url, "headers": {"Authorization": f"Bearer {SECRET}"}}).json()
-    made = httpx.post(running.url + "/v1/assistants", headers=api, timeout=30, json={
-        "name": DESK, "model": {"provider": "scripted", "rules": [{"match": "refund", "steps": [
-            {"call": "lookup", "arguments": {"order_id": "A-1"}},
-            {"call": "refund", "arguments": {"order_id": "A-1", "amount": 20}},
-            {"when": "denied", "say": "Nothing was refunded."}, {"say": "Refunded: {result}"}]}], "fallback": [{"say": "ok"}]},
-        "tools": [{"name": "lookup", "kind": "mcp", "source": source["id"], "tool": "lookup_order", "display_name": "Order lookup"},
-                  {"name": "refund", "kind": "mcp", "source": source["id"], "tool": "issue_refund",
-                   "summary": "Refund ${amount} for order {order_id}"}]})
-    assert made.status_code == 201, made.text
-    yield running
-    running.stop()
-    database.drop()
+    try:
+        key = database.manage("create_api_key", "e2e-mcp").strip().splitlines()[-1]
+        api = {"Authorization": f"Bearer {key}"}
+        source = httpx.post(running.url + "/v1/tool-sources", headers=api, timeout=30, json={
+            "name": "Acme shop", "url": shop.url, "headers": {"Authorization": f"Bearer {SECRET}"}}).json()
+        made = httpx.post(running.url + "/v1/assistants", headers=api, timeout=30, json={
+            "name": DESK, "model": {"provider": "scripted", "rules": [{"match": "refund", "steps": [
+                {"call": "lookup", "arguments": {"order_id": "A-1"}},
+                {"call": "refund", "arguments": {"order_id": "A-1", "amount": 20}},
+                {"when": "denied", "say": "Nothing was refunded."}, {"say": "Refunded: {result}"}]}], "fallback": [{"say": "ok"}]},
+            "tools": [{"name": "lookup", "kind": "mcp", "source": source["id"], "tool": "lookup_order", "display_name": "Order lookup"},
+                      {"name": "refund", "kind": "mcp", "source": source["id"], "tool": "issue_refund",
+                       "summary": "Refund ${amount} for order {order_id}"}]})
+        assert made.status_code == 201, made.text
+        yield running
+    finally:
+        # A setup that failed half-way leaves no server behind: it would hold a port and the CPU.
+        running.stop()
+        database.drop()
 
 
 def test_an_mcp_approval_card_and_the_tool_sources_page(browser, server, shop, start_conversation, screenshots, accessibility):
