@@ -38,7 +38,7 @@ def test_the_model_calls_an_mcp_tool_and_reads_its_result(start, make_assistant,
     assert call["key"] == f"{log.turn_id}:{log.call_id}" and log.status == "succeeded"
     calls, result = relay.requests[1]["messages"][-2:]
     assert calls["tool_calls"][0]["function"]["name"] == "lookup"
-    assert result["role"] == "tool" and "shipped" in json.loads(result["content"])
+    assert result["role"] == "tool" and json.loads(result["content"])["status"] == "shipped"
     state = conversation_state(queries.conversation_for(cid))
     assert state["run_status"] == "completed" and state["messages"][-1]["text"].strip()
     assert replay(cid).ok and verify(cid).ok
