@@ -222,9 +222,10 @@ def start_turn(
     Commit batch one of a new turn against the log head the caller observed.
 
     An exact retry with the same Idempotency-Key returns the first answer. `decline_pending`: the
-    person wrote while requests wait for them (the page and the widget); a waiting run's pending
-    requests are declined with the message as the reason and its turn ends (`turn_superseded`),
-    in the same commit as the new turn. Without it (the API) a waiting run is a turn still open.
+    person wrote while requests wait for them (every edge: the page, the widget, the API, AG-UI);
+    a waiting run's pending requests are declined with the message as the reason and its turn
+    ends (`turn_superseded`), in the same commit as the new turn. Without it a waiting run is a
+    turn still open.
     :raises TurnConflict: the head moved since `expected_seq`, or a turn is still open (running)
     :raises ConversationIsCompleted: the conversation is read-only
     :raises IdempotencyKeyReused: the key came with a different request before

@@ -148,6 +148,16 @@ def messages_snapshot(messages: list[dict[str, Any]], client_ids: dict[str, str]
     return MessagesSnapshotEvent(messages=out)
 
 
+def text_message(message: dict[str, Any]) -> list[BaseEvent]:
+    """A message recorded outside any run (a person's reply while the staff side holds the conversation), whole."""
+    name = message["author"]["name"] if message["role"] == "staff" else None
+    return [
+        TextMessageStartEvent(message_id=message["id"], role="assistant", name=name),
+        TextMessageContentEvent(message_id=message["id"], delta=message["text"]),
+        TextMessageEndEvent(message_id=message["id"]),
+    ]
+
+
 @dataclass
 class RunEvents:
     """
@@ -242,6 +252,19 @@ class RunEvents:
         if text.startswith(self.draft_text) and len(text) > len(self.draft_text):
             out.append(TextMessageContentEvent(message_id=self.draft_id, delta=text[len(self.draft_text):]))
             self.draft_text = text
+        return out
+
+    def pending_calls(self, state: dict[str, Any]) -> list[BaseEvent]:
+        """
+        The frontend tool calls the waiting run asks for that this stream has not shown: a client
+        that joined after their round (a reload, a dropped connection) must still be able to answer them.
+        """
+        if state["run_status"] != "waiting" or state["run_id"] != self.run_id:
+            return []
+        out: list[BaseEvent] = []
+        for pending in state["pending_client_actions"]:
+            if pending["kind"] == "client_tool" and (call := self.unannounced.pop(pending["call_id"], None)) is not None:
+                out += self._tool_call(call)
         return out
 
     def close(self) -> list[BaseEvent]:

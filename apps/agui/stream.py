@@ -31,6 +31,11 @@ from apps.runs.models import WorkflowLog
 from apps.toolsources.resolve import resolved
 
 POLL_SECONDS = 0.5
+# While the staff side holds the conversation, the conversation's broadcasts wake the stream; the
+# record is read besides every few seconds, and a comment line keeps proxies from closing it.
+HELD_POLL_SECONDS = 2.0
+HEARTBEAT_SECONDS = 15.0
+HEARTBEAT = ": heartbeat\n\n"
 ENCODER = EventEncoder()
 
 
@@ -112,9 +117,13 @@ async def follow(plan: Plan, *, thread_id: str, run_id: str) -> AsyncIterator[st
                 cursor = entry.seq
             if status in events.SETTLED:
                 state = await _read(_state)(plan.conversation_id)
-                for event in run.close():
+                staff = _StaffSide(plan.conversation_id, cursor=cursor, state=state, shown_up_to=opening["after"])
+                for event in [*run.close(), *run.pending_calls(state), *staff.news(state), events.state_snapshot(state)]:
                     yield sse(event)
-                yield sse(events.state_snapshot(state))
+                if _held(state):
+                    async for event in staff.follow(wakeups):
+                        yield event if isinstance(event, str) else sse(event)
+                    state = staff.state
                 yield sse(events.run_ended(thread_id=thread_id, run_id=run_id, state=state, tools=opening["tools"]))
                 return
             if entries:
@@ -126,6 +135,55 @@ async def follow(plan: Plan, *, thread_id: str, run_id: str) -> AsyncIterator[st
                 if draft.get("run_id") == followed and draft.get("after_seq", 0) >= cursor:
                     for event in run.draft(draft["text"]):
                         yield sse(event)
+
+
+def _held(state: dict[str, Any]) -> bool:
+    """Whether the conversation waits on the staff side: a person was asked for, or has it, and it is still open."""
+    return state["control"]["mode"] != "agent" and state["phase"] != "completed"
+
+
+class _StaffSide:
+    """
+    What the staff side says on a stream: a person's replies the client has not been shown, and,
+    while the staff side holds the conversation, the rest of the stream: each reply and change of
+    control as it is recorded, a heartbeat while nothing happens, and the end once control returns
+    to the agent or the conversation is completed. The client leaving ends it too (the server
+    cancels the stream); nothing is lost, as the next request's MESSAGES_SNAPSHOT has it all.
+    """
+
+    def __init__(self, conversation_id: str, *, cursor: int, state: dict[str, Any], shown_up_to: int):
+        self.conversation_id, self.cursor, self.state = conversation_id, cursor, state
+        # The client has the messages of its MESSAGES_SNAPSHOT and the run's own; a person's reply
+        # recorded after the snapshot is news, even one the run's polling read past.
+        self.shown = {m["id"] for m in state["messages"] if m["seq"] <= shown_up_to or m["role"] != "staff"}
+
+    async def follow(self, wakeups) -> AsyncIterator[BaseEvent | str]:
+        quiet = 0.0
+        while _held(self.state):
+            await wakeups(HELD_POLL_SECONDS)
+            _, entries = await _read(_poll)(self.conversation_id, None, self.cursor)
+            if not entries:
+                quiet += HELD_POLL_SECONDS
+                if quiet >= HEARTBEAT_SECONDS:
+                    quiet = 0.0
+                    yield HEARTBEAT
+                continue
+            quiet = 0.0
+            self.cursor = entries[-1].seq
+            before, self.state = self.state, await _read(_state)(self.conversation_id)
+            for event in self.news(before):
+                yield event
+
+    def news(self, before: dict[str, Any]) -> list[BaseEvent]:
+        """The replies not shown yet, and the state when control changed since `before`."""
+        out: list[BaseEvent] = []
+        for message in self.state["messages"]:
+            if message["id"] not in self.shown and message["role"] == "staff":
+                self.shown.add(message["id"])
+                out += events.text_message(message)
+        if (self.state["control"], self.state["phase"]) != (before["control"], before["phase"]):
+            out.append(events.state_snapshot(self.state))
+        return out
 
 
 @contextlib.asynccontextmanager

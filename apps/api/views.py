@@ -183,14 +183,16 @@ def turn(request: HttpRequest, payload: schemas.TurnIn, id: str = ConversationId
     """
     Commit a new turn's user message; the run continues in the background.
 
-    With `expected_seq`, the turn is refused with 409 `turn_conflict` if the log moved on since.
+    A message while the run waits for an answer (a client action, an approval, a question) declines
+    what it waits for and is the next turn, as writing on the page does; a running turn is
+    refused with 409 `turn_conflict`, and so is any turn when `expected_seq` is not the log's head.
     """
     principal = _principal(request)
     conversation = _conversation(principal, id, "write")
     body = payload.model_dump(exclude_none=True)
     started = actions.start_turn(
         conversation_id=str(conversation.id), message=payload.message, persona=principal.acting_as(payload.persona), edge=principal.edge,
-        now=timezone.now(), expected_seq=payload.expected_seq,
+        now=timezone.now(), expected_seq=payload.expected_seq, decline_pending=True,
         directive=_check_directive_allowed(principal, payload.directive),
         idempotency=_idempotency(principal, idempotency_key, {"operation": "turn", "conversation": str(conversation.id), **body}),
     )

@@ -24,7 +24,7 @@ function button(label, onClick, className) {
 
 // What went wrong, in words for the person at the page, never only an error code.
 const PROBLEMS = {
-  turn_conflict: "The assistant is still on your last message or waiting for an answer above. Your message is kept: send it again once that is done.",
+  turn_conflict: "The assistant is still on your last message. Your message is kept: send it again in a moment.",
   conversation_completed: "This conversation is complete: it takes no more messages.",
   rate_limited: "Too many messages at once. Your message is kept: wait a moment and send it again.",
   unauthorized: "This link no longer opens the conversation: its token is wrong or has expired. Ask for a new link.",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
+from collections.abc import Callable
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 
 from tests.api.conftest import Api
 
@@ -27,6 +29,37 @@ def events_of(response) -> list[dict]:
     events = [json.loads(block.removeprefix("data: ")) for block in body.split("\n\n") if block.strip()]
     assert_every_result_follows_its_call(events)
     return events
+
+
+def stream_of(response, *, until: Callable[[dict], bool] | None = None,
+              meanwhile: Callable[[dict], None] | None = None, seconds: float = 30) -> list[dict]:
+    """
+    A stream's events read as they come, for one that stays open: `meanwhile(event)` runs after
+    each event (the staff side acting in its own thread), and the client leaves after the first
+    event `until` accepts. A comment line is kept as `{"comment": text}`.
+    """
+
+    async def read() -> list[dict]:
+        out: list[dict] = []
+        stream = response.streaming_content
+        try:
+            async with asyncio.timeout(seconds):
+                async for chunk in stream:
+                    for block in filter(str.strip, chunk.decode().split("\n\n")):
+                        if block.startswith(":"):
+                            out.append({"comment": block.removeprefix(":").strip()})
+                        else:
+                            out.append(json.loads(block.removeprefix("data: ")))
+                            if meanwhile is not None:
+                                await sync_to_async(meanwhile)(out[-1])
+                        if until is not None and until(out[-1]):
+                            return out
+        finally:
+            await stream.aclose()
+        return out
+
+    assert response.status_code == 200, response.content
+    return async_to_sync(read)()
 
 
 def assert_every_result_follows_its_call(events: list[dict]) -> None:
@@ -346,6 +379,19 @@ class TestDurableResume:
         assert types(again)[:3] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT"]
         assert again[-1]["outcome"]["interrupts"] == first[-1]["outcome"]["interrupts"]
 
+    def test_a_request_with_nothing_new_on_a_run_waiting_on_a_client_tool_shows_the_call_again(self, api, assistant):
+        thread = Thread(api, assistant)
+        call_id = unanswered_call(events_of(thread.send("when can you deliver?")))
+
+        again = events_of(thread.send())
+
+        assert unanswered_call(again) == call_id and set(again[-1]) == {"type", "threadId", "runId"}
+        [start] = [e for e in again if e["type"] == "TOOL_CALL_START"]
+        assert start["toolCallName"] == "pick_date"
+        answer = {"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": json.dumps({"label": "2026-12-24"})}
+        resumed = events_of(thread.send(extra=[answer]))
+        assert [e["delta"] for e in resumed if e["type"] == "TEXT_MESSAGE_CONTENT"] == ['Booked for {"label": "2026-12-24"}.']
+
     def test_a_cancelled_question_is_declined_and_the_run_goes_on(self, api, assistant):
         thread = Thread(api, assistant)
         [interrupt] = events_of(thread.send("what colour?"))[-1]["outcome"]["interrupts"]
@@ -402,7 +448,15 @@ class TestWritingWhileARequestWaits:
 
 
 class TestHandoff:
-    def test_a_thread_under_a_person_stores_the_message_and_shows_control_and_the_persons_reply(self, api):
+    @pytest.fixture
+    def quick(self, monkeypatch):
+        """A held stream reads the record and beats its heart in a test's time, not a proxy's."""
+        from apps.agui import stream
+
+        monkeypatch.setattr(stream, "HELD_POLL_SECONDS", 0.05)
+        monkeypatch.setattr(stream, "HEARTBEAT_SECONDS", 0.2)
+
+    def test_a_thread_under_a_person_keeps_its_stream_open_with_the_persons_replies_until_control_returns(self, api, quick):
         from django.utils import timezone
 
         from apps.agent import handoff
@@ -414,18 +468,69 @@ class TestHandoff:
         cid = str(AguiThread.objects.get(thread_id=thread.thread_id).conversation_id)
         handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=timezone.now())
         handoff.staff_message(conversation_id=cid, staff="staff:dana", text="Dana here.", now=timezone.now())
+        acted = []
 
-        events = events_of(thread.send("is my parcel lost?"))
+        def dana(event: dict) -> None:
+            # Once the stream shows who holds the thread, Dana writes again and hands it back.
+            if event.get("type") == "STATE_SNAPSHOT" and not acted:
+                acted.append(True)
+                handoff.staff_message(conversation_id=cid, staff="staff:dana", text="Found it: it's at the depot.",
+                                      now=timezone.now())
+                handoff.return_control(conversation_id=cid, staff="staff:dana", now=timezone.now())
 
-        assert types(events)[0] == "RUN_STARTED" and types(events)[-1] == "RUN_FINISHED"
-        snapshot = [e for e in events if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]
-        assert snapshot["control"]["mode"] == "human" and snapshot["control"]["staff"]["name"] == "Dana"
-        assert not [e for e in events if e["type"].startswith("TEXT_MESSAGE")]  # the agent stays silent
+        events = stream_of(thread.send("is my parcel lost?"), meanwhile=dana)
+
+        assert types(events)[0] == "RUN_STARTED" and events[-1] == {"type": "RUN_FINISHED", "threadId": thread.thread_id,
+                                                                   "runId": events[0]["runId"]}
+        assert [m["content"] for m in events[1]["messages"] if m.get("name") == "Dana"] == ["Dana here."]
+        text = [e for e in events if e.get("type", "").startswith("TEXT_MESSAGE")]
+        assert types(text) == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]
+        assert (text[0]["name"], text[0]["role"], text[1]["delta"]) == ("Dana", "assistant", "Found it: it's at the depot.")
+        modes = [e["snapshot"]["control"]["mode"] for e in events if e.get("type") == "STATE_SNAPSHOT"]
+        assert modes[0] == "human" and modes[-1] == "agent"
         state = api.state(cid)
-        assert state["messages"][-1]["text"] == "is my parcel lost?" and state["messages"][-1]["author"]["kind"] == "customer"
-        again = events_of(thread.send())
-        staff = [m for m in again[1]["messages"] if m.get("name") == "Dana"]
-        assert again[1]["type"] == "MESSAGES_SNAPSHOT" and staff and staff[0]["content"] == "Dana here."
+        assert [m["text"] for m in state["messages"][-2:]] == ["is my parcel lost?", "Found it: it's at the depot."]
+
+    def test_a_held_stream_beats_its_heart_while_nothing_happens_and_the_client_may_leave(self, api, quick):
+        from django.utils import timezone
+
+        from apps.agent import handoff
+        from apps.agui.models import Thread as AguiThread
+
+        assistant = api.create_assistant(handoff={"enabled": True})
+        thread = Thread(api, assistant)
+        events_of(thread.send("hello there"))
+        cid = str(AguiThread.objects.get(thread_id=thread.thread_id).conversation_id)
+        handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", now=timezone.now())
+
+        events = stream_of(thread.send("anyone there?"), until=lambda e: "comment" in e)
+
+        assert events[-1] == {"comment": "heartbeat"}
+        assert {e["snapshot"]["control"]["mode"] for e in events if e.get("type") == "STATE_SNAPSHOT"} == {"queued"}
+        assert api.state(cid)["messages"][-1]["text"] == "anyone there?"
+
+    def test_a_held_stream_ends_when_the_queue_times_out(self, api, quick):
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from apps.agent import handoff
+        from apps.agui.models import Thread as AguiThread
+
+        assistant = api.create_assistant(handoff={"enabled": True, "queue_timeout_seconds": 60})
+        thread = Thread(api, assistant)
+        events_of(thread.send("hello there"))
+        cid = str(AguiThread.objects.get(thread_id=thread.thread_id).conversation_id)
+        handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", now=timezone.now())
+
+        def nobody_came(event: dict) -> None:
+            if event.get("type") == "STATE_SNAPSHOT":
+                handoff.time_out_handoffs(now=timezone.now() + timedelta(minutes=5))
+
+        events = stream_of(thread.send("anyone there?"), meanwhile=nobody_came)
+
+        assert events[-1]["type"] == "RUN_FINISHED"
+        assert [e["snapshot"]["control"]["mode"] for e in events if e.get("type") == "STATE_SNAPSHOT"][-1] == "agent"
 
     def test_resuming_an_interrupt_withdrawn_by_a_handoff_is_run_not_waiting(self, api):
         from django.utils import timezone
@@ -447,7 +552,7 @@ class TestHandoff:
         assert late.status_code == 409 and late.json()["error"]["code"] == "run_not_waiting"
         assert api.state(cid)["answered_client_actions"][0]["status"] == "withdrawn"
 
-    def test_the_words_said_with_a_handoff_are_the_runs_text_message_and_in_the_next_snapshot(self, api):
+    def test_the_words_said_with_a_handoff_are_the_runs_text_message_and_in_the_next_snapshot(self, api, quick):
         from tests.conftest import SUPPORT_CONFIG
 
         rules = [{"match": "person", "steps": [{"say": "Of course, I'm asking a person to join.",
@@ -456,12 +561,14 @@ class TestHandoff:
                                          model={**SUPPORT_CONFIG["model"], "rules": rules})
         thread = Thread(api, assistant)
 
-        events = events_of(thread.send("can I talk to a person?"))
+        # The stream stays open while the person is awaited: the client leaves at its first heartbeat.
+        events = stream_of(thread.send("can I talk to a person?"), until=lambda e: "comment" in e)
 
-        text = [e for e in events if e["type"].startswith("TEXT_MESSAGE")]
+        text = [e for e in events if e.get("type", "").startswith("TEXT_MESSAGE")]
         assert types(text) == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]
         assert text[1]["delta"] == "Of course, I'm asking a person to join."
-        assert [e for e in events if e["type"] == "STATE_SNAPSHOT"][-1]["snapshot"]["run_status"] == "handed_off"
-        again = events_of(thread.send())
+        [*_, last] = [e["snapshot"] for e in events if e.get("type") == "STATE_SNAPSHOT"]
+        assert (last["run_status"], last["control"]["mode"]) == ("handed_off", "queued")
+        again = stream_of(thread.send(), until=lambda e: e.get("type") == "MESSAGES_SNAPSHOT")
         said = [m for m in again[1]["messages"] if m["role"] == "assistant"]
         assert again[1]["type"] == "MESSAGES_SNAPSHOT" and said[-1]["content"] == "Of course, I'm asking a person to join."

@@ -8,6 +8,7 @@ import pytest
 
 from apps.agent.models import Assistant
 from apps.conversations.models import ChatMessage
+from apps.runs.models import ToolUsageLog
 from tests.api.conftest import Api
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -163,12 +164,27 @@ class TestTurns:
 
         assert response.status_code == 409 and error_code(response) == "turn_conflict"
 
-    def test_a_turn_while_a_client_action_is_pending_is_a_turn_conflict(self, api):
+    def test_a_turn_while_a_client_action_is_pending_declines_it_and_is_the_next_turn(self, api):
         started = api.start("when can you deliver?")
+        [waiting] = api.state(started["conversation_id"])["pending_client_actions"]
 
         response = api.post(f"/v1/agent/conversations/{started['conversation_id']}/turns", {"message": "hello?"})
 
+        assert response.status_code == 202, response.content
+        state = api.state(started["conversation_id"])
+        assert state["run_id"] == response.json()["run_id"] and state["messages"][-1]["text"] == "You said: hello?"
+        usage = ToolUsageLog.objects.get(call_id=waiting["call_id"], conversation_id=started["conversation_id"])
+        assert (usage.status, usage.output) == ("declined", {"declined": True, "reason": "hello?"})
+
+    def test_a_turn_with_a_stale_expected_seq_declines_nothing_while_a_client_action_waits(self, api):
+        started = api.start("when can you deliver?")
+        cid = started["conversation_id"]
+        head = api.state(cid)["seq"]
+
+        response = api.post(f"/v1/agent/conversations/{cid}/turns", {"message": "hello?", "expected_seq": head - 1})
+
         assert response.status_code == 409 and error_code(response) == "turn_conflict"
+        assert api.state(cid)["run_status"] == "waiting" and api.state(cid)["seq"] == head
 
     def test_a_completed_conversation_refuses_new_turns(self, api):
         started = api.start("bye")

@@ -60,6 +60,18 @@ def staff_reply(*, conversation_id: str, staff_name: str, text: str) -> dict[str
     return {"ok": True}
 
 
+def staff_reply_and_return(*, conversation_id: str, staff_name: str, text: str) -> dict[str, Any]:
+    """The person who holds the conversation writes once more, then hands it back to the assistant."""
+    from django.utils import timezone
+
+    from apps.agent import handoff
+
+    staff = f"staff:{staff_name.lower()}"
+    handoff.staff_message(conversation_id=conversation_id, staff=staff, text=text, now=timezone.now())
+    handoff.return_control(conversation_id=conversation_id, staff=staff, now=timezone.now())
+    return {"ok": True}
+
+
 def change_control(*, conversation_id: str, action: str, hang: bool = False, **arguments: Any) -> dict[str, Any]:
     """
     `handoff.<action>_control` as the panel makes it; returns the control after it.

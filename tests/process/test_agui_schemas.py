@@ -15,7 +15,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import threading
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -92,16 +95,24 @@ class Thread:
                 "tools": [], "context": [], "state": {}, "forwardedProps": {}, **({"resume": resume} if resume else {})}
 
     def send(self, text: str | None = None, *, resume: list | None = None, extra: list | None = None,
-             until: str = "") -> list[dict]:
-        """The stream's events; with `until`, only those up to the first line containing it (then the client leaves)."""
-        events = []
+             until: str = "", meanwhile: Callable[[], Any] | None = None) -> list[dict]:
+        """
+        The stream's events; with `until`, only those up to the first line containing it (then the
+        client leaves); `meanwhile` runs, beside the open stream, once its first STATE_SNAPSHOT came.
+        """
+        events, beside = [], None
         with httpx.stream("POST", self.url, json=self.body(text, resume, extra), headers=self.headers, timeout=60) as response:
             assert response.status_code == 200, response.read()
             for line in response.iter_lines():
                 if line.startswith("data: "):
                     events.append(json.loads(line.removeprefix("data: ")))
+                    if meanwhile is not None and beside is None and events[-1]["type"] == "STATE_SNAPSHOT":
+                        beside = threading.Thread(target=meanwhile)
+                        beside.start()
                     if until and until in line:
                         break
+        if beside is not None:
+            beside.join(timeout=60)
         return events
 
 
@@ -166,10 +177,13 @@ def streams() -> dict[str, list[dict]]:
         out["picked up stream"] = dropped.send()
 
         handoff = Thread(server, key, main)
-        out["handoff"] = handoff.send("can I talk to a person?")
-        probe.run(database, "staff_reply", conversation_id=conversation_of(out["handoff"]), staff_name="Dana",
-                  text="Dana here.")
-        out["under a person"] = handoff.send("is my parcel lost?")
+        # The stream stays open while the staff side holds the thread: the client leaves once it was asked.
+        out["handoff"] = handoff.send("can I talk to a person?", until='"handed_off"')
+        held = conversation_of(out["handoff"])
+        probe.run(database, "staff_reply", conversation_id=held, staff_name="Dana", text="Dana here.")
+        # A request while Dana holds it: her next reply and her hand-back reach it as they happen.
+        out["under a person"] = handoff.send("is my parcel lost?", meanwhile=lambda: probe.run(
+            database, "staff_reply_and_return", conversation_id=held, staff_name="Dana", text="Found it: it's at the depot."))
         yield out
     finally:
         server.kill()
@@ -185,7 +199,7 @@ def check(streams: dict[str, list[dict]]) -> dict:
 
 def test_the_streams_cover_every_kind_of_event_and_ending(streams):
     endings = {label: (events[-1]["type"], events[-1].get("outcome", {}).get("type") or events[-1].get("code"))
-               for label, events in streams.items() if label != "dropped stream"}
+               for label, events in streams.items() if label not in ("dropped stream", "handoff")}
 
     assert {e["type"] for events in streams.values() for e in events} == KINDS
     assert endings["client tool"] == ("RUN_FINISHED", None)
@@ -194,6 +208,12 @@ def test_the_streams_cover_every_kind_of_event_and_ending(streams):
     assert endings["failed run"] == ("RUN_ERROR", "run_failed")
     assert "TOOL_CALL_RESULT" in {e["type"] for e in streams["picked up stream"]}
     assert any(m.get("name") == "Dana" for m in streams["under a person"][1]["messages"])
+    live = streams["under a person"]
+    [start] = [e for e in live if e["type"] == "TEXT_MESSAGE_START"]
+    assert start["name"] == "Dana" and [e["delta"] for e in live if e["type"] == "TEXT_MESSAGE_CONTENT"] == [
+        "Found it: it's at the depot."]
+    controls = [e["snapshot"]["control"]["mode"] for e in live if e["type"] == "STATE_SNAPSHOT"]
+    assert controls[0] == "human" and controls[-1] == "agent" and endings["under a person"] == ("RUN_FINISHED", None)
 
 
 def test_every_event_parses_whole_under_copilotkits_and_the_clients_ag_ui_core(streams):

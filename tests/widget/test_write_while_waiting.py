@@ -111,12 +111,17 @@ class TestWritingWhileACardWaits:
 
         assert response.status_code == 409
 
-    def test_the_api_keeps_its_conflict_while_a_card_waits(self, client, started):
+    def test_the_api_declines_a_waiting_card_as_the_page_does(self, client, started):
         conversation = started("I want a refund")
+        waiting = state_of(conversation)
+        [card] = waiting["pending_client_actions"]
 
         response = client.post(f"/v1/agent/conversations/{conversation['conversation_id']}/turns",
                                {"message": "never mind"}, content_type="application/json",
                                headers={"Authorization": f"Bearer {conversation['token']}"})
 
-        assert response.status_code == 409 and response.json()["error"]["code"] == "turn_conflict"
-        assert state_of(conversation)["run_status"] == "waiting"
+        assert response.status_code == 202, response.content
+        assert state_of(conversation)["run_id"] == response.json()["run_id"]
+        assert WorkflowLog.objects.get(run_id=waiting["run_id"]).status == "completed"
+        usage = ToolUsageLog.objects.get(run_id=waiting["run_id"], call_id=card["call_id"])
+        assert (usage.status, usage.output) == ("declined", {"declined": True, "reason": "never mind"})
