@@ -19,8 +19,6 @@ from typing import Any
 import httpcore2
 import httpx2
 from django.conf import settings
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from apps.actions.outgoing import AsyncCheckedBackend
 
@@ -113,6 +111,18 @@ def _run(work, timeout: float):
     return asyncio.run(bounded())
 
 
+def _client(url: str, http: httpx2.AsyncClient):
+    """
+    The `mcp` package's client over `http`. Imported here, not with the module: the package takes
+    about half a second to import, which every process (each server, each `manage.py`) would pay
+    at start-up for an assistant that may never call a tool source.
+    """
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    return Client(streamable_http_client(url, http_client=http, max_sse_event_size=_max_bytes()), cache=None)
+
+
 def list_tools(url: str, headers: dict[str, str], *, timeout: float | None = None) -> Listing:
     """
     Connect and list the server's tools (every page).
@@ -124,8 +134,7 @@ def list_tools(url: str, headers: dict[str, str], *, timeout: float | None = Non
     timeout = timeout or settings.WAYPOINT_TOOL_SOURCES_LIST_TIMEOUT_SECONDS
 
     async def work() -> Listing:
-        async with _http(headers, timeout, statuses) as http, Client(
-                streamable_http_client(url, http_client=http, max_sse_event_size=_max_bytes()), cache=None) as client:
+        async with _http(headers, timeout, statuses) as http, _client(url, http) as client:
             tools, cursor = [], None
             while True:
                 page = await client.list_tools(cursor=cursor)
@@ -156,8 +165,7 @@ def call_tool(url: str, headers: dict[str, str], name: str, arguments: dict[str,
     statuses: list[int] = []
 
     async def work() -> Outcome:
-        async with _http({**headers, "Idempotency-Key": key}, timeout, statuses) as http, Client(
-                streamable_http_client(url, http_client=http, max_sse_event_size=_max_bytes()), cache=None) as client:
+        async with _http({**headers, "Idempotency-Key": key}, timeout, statuses) as http, _client(url, http) as client:
             sent["value"] = True
             statuses.clear()  # from here, a status is the call's own
             result = await client.call_tool(name, arguments, meta={IDEMPOTENCY_META: key})
