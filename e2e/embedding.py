@@ -15,7 +15,8 @@ def embedding_backend(server, key_name: str, config: dict | None = None) -> Iter
     """
     The embedding application's backend on `server`: an API key and an assistant, by default the
     support one (its refunds need approval; it has the pick_date client tool). Yields
-    `start(message)`, which starts a conversation through the API and returns its answer (id and token).
+    `start(message)`, which starts a conversation through the API and returns its answer (id and
+    token); `start.api` is the backend's own client, with the key, for what the team does.
     """
     key = server.database.manage("create_api_key", key_name).strip().splitlines()[-1]
     with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=10) as http:
@@ -26,4 +27,5 @@ def embedding_backend(server, key_name: str, config: dict | None = None) -> Iter
             assert response.status_code == 201, response.text
             return response.json()
 
+        start.api = http
         yield start

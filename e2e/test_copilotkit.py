@@ -175,7 +175,7 @@ def test_a_client_tool_is_answered_by_its_frontend_tool(chat):
 def test_an_approval_is_answered_through_use_interrupt(chat):
     send(chat, "a refund please")
 
-    card = chat.get_by_role("group", name="Refund $20 for order A-1")
+    card = chat.get_by_role("group", name="Shall I refund $20 for order A-1?")
     card.get_by_role("button", name="Approve").click(timeout=15_000)
     expect(chat.get_by_text("Refund issued: $20 for order A-1.")).to_be_visible(timeout=15_000)
     expect(card).to_have_count(0)
@@ -194,12 +194,12 @@ def test_a_question_is_answered_through_use_interrupt(chat):
 
 def test_a_message_while_an_approval_waits_declines_it_and_is_answered(chat):
     send(chat, "a refund please")
-    expect(chat.get_by_role("group", name="Refund $20 for order A-1")).to_be_visible(timeout=15_000)
+    expect(chat.get_by_role("group", name="Shall I refund $20 for order A-1?")).to_be_visible(timeout=15_000)
 
     send(chat, "never mind")
 
     expect(chat.get_by_text("You said: never mind")).to_be_visible(timeout=15_000)
-    expect(chat.get_by_role("group", name="Refund $20 for order A-1")).to_have_count(0)
+    expect(chat.get_by_role("group", name="Shall I refund $20 for order A-1?")).to_have_count(0)
     send(chat, "still there?")
     expect(chat.get_by_text("You said: still there?")).to_be_visible(timeout=15_000)
     # Only the chat's own first try, which @ag-ui/client refused while the card was open.
@@ -210,13 +210,39 @@ def test_a_reload_keeps_the_conversation_and_its_waiting_approval(chat, runtime)
     send(chat, "hello there")
     expect(chat.get_by_text("You said: hello there")).to_be_visible(timeout=15_000)
     send(chat, "a refund please")
-    expect(chat.get_by_role("group", name="Refund $20 for order A-1")).to_be_visible(timeout=15_000)
+    expect(chat.get_by_role("group", name="Shall I refund $20 for order A-1?")).to_be_visible(timeout=15_000)
     runtime.stop()  # what CopilotKit's runtime kept in memory goes too: the conversation is Waypoint's
     runtime.start()
 
     chat.reload()
 
     expect(chat.get_by_text("You said: hello there")).to_be_visible(timeout=15_000)
-    chat.get_by_role("group", name="Refund $20 for order A-1").get_by_role("button", name="Approve").click(timeout=15_000)
+    chat.get_by_role("group", name="Shall I refund $20 for order A-1?").get_by_role("button", name="Approve").click(timeout=15_000)
     expect(chat.get_by_text("Refund issued: $20 for order A-1.")).to_be_visible(timeout=15_000)
+    assert errors(chat) == []
+
+
+def test_an_approval_can_be_denied_and_a_question_skipped(chat, screenshots, accessibility):
+    send(chat, "a refund please")
+    card = chat.get_by_role("group", name="Shall I refund $20 for order A-1?")
+    expect(card).to_be_visible(timeout=15_000)
+    screenshots(chat, "copilotkit-approval")
+    accessibility(chat)
+
+    card.get_by_role("button", name="Deny").click()
+
+    expect(chat.get_by_text("The refund was declined.")).to_be_visible(timeout=15_000)
+    expect(card).to_have_count(0)
+    send(chat, "help me")
+    form = chat.get_by_role("form", name="Which order is this about?")
+    expect(form).to_be_visible(timeout=15_000)
+    screenshots(chat, "copilotkit-question")
+    accessibility(chat)
+
+    form.get_by_role("button", name="Skip").click()
+
+    expect(chat.get_by_text("No problem.")).to_be_visible(timeout=15_000)
+    expect(form).to_have_count(0)
+    screenshots(chat, "copilotkit-answered")
+    accessibility(chat)
     assert errors(chat) == []

@@ -130,6 +130,11 @@ def test_assistants_and_api_keys_are_managed_from_the_panel(browser, waypoint_se
     page.get_by_role("button", name="Create key").click()
     expect(page.locator("#new-key")).to_contain_text("wp_")
     screenshot(page, "staff-api-keys")
+    # On a phone each key is a card: Revoke is on the screen, not behind a sideways scroll.
+    page.set_viewport_size({"width": 375, "height": 800})
+    revoke = page.get_by_role("button", name="Revoke backend").bounding_box()
+    assert revoke["x"] >= 0 and revoke["x"] + revoke["width"] <= 375, revoke
+    page.set_viewport_size({"width": 1280, "height": 800})
     page.get_by_role("button", name="Revoke backend").click()
     expect(page.get_by_role("status")).to_contain_text("is revoked")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlencode
 
 import pytest
 from playwright.sync_api import expect
@@ -105,4 +106,44 @@ def test_a_site_that_is_not_allowed_cannot_frame_the_widget(browser, demo_shop, 
 
     expect(page.frame_locator("iframe[title=Chat]").locator("#widget-start")).to_have_count(0)
     assert any("frame-ancestors 'self' http://localhost:" in line for line in console), console
+    context.close()
+
+
+# The contrast of two computed colours ("rgb(r, g, b)"), as WCAG defines it.
+CONTRAST = """([a, b]) => {
+  const lum = (css) => {
+    const [r, g, bl] = css.match(/\\d+/g).slice(0, 3).map(Number).map((v) => {
+      const c = v / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [high, low] = [lum(a), lum(b)].sort((x, y) => y - x);
+  return (high + 0.05) / (low + 0.05);
+}"""
+
+
+def test_a_dark_host_colour_is_a_readable_shade_in_each_colour_scheme(browser, demo_shop, widget_server, screenshots,
+                                                                         accessibility):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(demo_shop + "/")
+    assistant = page.locator("script[data-assistant]").get_attribute("data-assistant")
+    page.goto(f"{widget_server.url}/w/{assistant}?" + urlencode({"embed": "1", "host": demo_shop, "color": "#1f3b2d"}))
+    header = page.locator(".chat-header")
+
+    def colours() -> tuple[str, str, str]:
+        return page.evaluate("""() => [getComputedStyle(document.querySelector('.chat-header')).backgroundColor,
+                                        getComputedStyle(document.querySelector('.chat-header')).color,
+                                        getComputedStyle(document.body).backgroundColor]""")
+
+    page.emulate_media(color_scheme="light")
+    expect(header).to_have_css("background-color", "rgb(31, 59, 45)")  # dark enough on white: the host's own
+    page.emulate_media(color_scheme="dark")
+    expect(header).not_to_have_css("background-color", "rgb(31, 59, 45)")
+    brand, text, background = colours()
+    assert page.evaluate(CONTRAST, [brand, background]) >= 3, (brand, background)
+    assert page.evaluate(CONTRAST, [brand, text]) >= 4.5, (brand, text)
+    screenshots(page, "widget-dark-host-colour")
+    accessibility(page)
     context.close()

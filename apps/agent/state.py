@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from apps.agent import statements
+from apps.agent import tools as tool_words
 from apps.agent.handoff import control_of
 from apps.conversations.models import Conversation
 from apps.ledger import sql
@@ -19,6 +20,7 @@ from apps.ledger.identities import persona_name
 from apps.ledger.replay import read_only
 from apps.ledger.store import iso
 from apps.runs.models import WorkflowLog
+from apps.toolsources.resolve import resolved
 from apps.workspaces.queries import state_reads, workspace_state
 
 KIND_NAMES = {"client_tool": "client_tool", "approval": "approval", "question": "question"}
@@ -79,8 +81,8 @@ def _state(conversation: Conversation, message_rows, change_rows, run_rows, usag
     assistant = _assistant_author(conversation)
     messages = [
         {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": _author(role, author, author_name, assistant),
-         "seq": seq, "created_at": iso(created), "citations": citations or []}
-        for id_, role, text, turn_id, author, author_name, seq, created, citations in message_rows
+         "seq": seq, "created_at": iso(created), "citations": citations or [], "offer_handoff": bool(offer)}
+        for id_, role, text, turn_id, author, author_name, seq, created, citations, offer in message_rows
     ]
     changes = [
         {"seq": seq, "kind": kind, "staff": {"id": staff, "name": name or staff} if staff else None, "text": text,
@@ -112,6 +114,7 @@ def _state(conversation: Conversation, message_rows, change_rows, run_rows, usag
             else:
                 answered.append({**item, "status": status, "output": output, "answered_by": answered_by,
                                  "answered_at": _when(answered_at)})
+        _word(conversation, pending, answered)
         summary = [{"tool": row[2], "kind": row[1], "state": row[6]} for row in usages]
         # By conversation too: action logs are indexed by conversation, not by run.
         summary += [{"tool": tool, "kind": "server", "state": status} for tool, status in actions]
@@ -137,6 +140,24 @@ def _state(conversation: Conversation, message_rows, change_rows, run_rows, usag
         # phase, display_phase, conditions, last_turn_at, visibility, participants, memory, artifacts
         **workspace_state(conversation, run=run, read=workspace),
     }
+
+
+def _word(conversation: Conversation, pending: list[dict[str, Any]], answered: list[dict[str, Any]]) -> None:
+    """
+    Give each request its `title` in people's words: a waiting one as whoever answers it is asked
+    ("Shall I refund $20 for order A-1?"; the team's approval as the team's card says it), an
+    answered one as what was asked ("Refund $20 for order A-1"), so every client shows the words
+    the page shows, never a tool's name. The assistant's tools are read only when there is a request.
+    """
+    if not pending and not answered:
+        return
+    tools = {t["name"]: t for t in resolved(conversation.assistant.config).get("tools", [])}
+    for item in pending:
+        tool = tools.get(item["tool"], {})
+        asks_customer = item["kind"] == "approval" and item["approver"] != "staff"
+        item["title"] = tool_words.approval_question(item, tool) if asks_customer else tool_words.card_title(item, tool)
+    for item in answered:
+        item["title"] = tool_words.card_title(item, tools.get(item["tool"], {}))
 
 
 def _assistant_author(conversation: Conversation) -> dict[str, str]:

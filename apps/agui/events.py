@@ -15,6 +15,7 @@ from typing import Any
 from ag_ui.core import (
     AssistantMessage,
     BaseEvent,
+    CustomEvent,
     Interrupt,
     MessagesSnapshotEvent,
     RunErrorEvent,
@@ -129,6 +130,17 @@ def state_snapshot(state: dict[str, Any]) -> StateSnapshotEvent:
     })
 
 
+CITATIONS = "waypoint.citations"
+
+
+def citations(message_id: str, cited: list[dict[str, Any]]) -> list[BaseEvent]:
+    """
+    A reply's sources (PRODUCT.md "Knowledge"): the protocol's messages have no place for them, so
+    they follow as its extension point, `CUSTOM` `waypoint.citations` `{messageId, citations}`.
+    """
+    return [CustomEvent(name=CITATIONS, value={"messageId": message_id, "citations": cited})] if cited else []
+
+
 def messages_snapshot(messages: list[dict[str, Any]], client_ids: dict[str, str]) -> MessagesSnapshotEvent:
     """
     The conversation's messages, as its record has them.
@@ -174,7 +186,7 @@ class RunEvents:
     open_steps: list[str] = field(default_factory=list)
     draft_id: str = ""
     draft_text: str = ""
-    drafted: set[str] = field(default_factory=set)  # texts already streamed as a round's draft
+    drafted: dict[str, str] = field(default_factory=dict)  # text already streamed as a round's draft -> its message id
     action_steps: dict[str, str] = field(default_factory=dict)  # call_id -> the open step's name
     # Calls of rounds the client joined after: a result of one is announced with its call first,
     # since neither this stream nor MESSAGES_SNAPSHOT (text messages only) showed the call.
@@ -236,6 +248,8 @@ class RunEvents:
                         TextMessageContentEvent(message_id=message_id, delta=text),
                         TextMessageEndEvent(message_id=message_id),
                     ]
+                if isinstance(entry.body, TurnComplete):
+                    out += citations(self.drafted.get(text, message_id), entry.body.citations)
             case TurnFailed() | TurnAmbiguous() | TurnExpired():
                 out += self._end_draft("")
         return out
@@ -290,7 +304,7 @@ class RunEvents:
             out.append(TextMessageContentEvent(message_id=self.draft_id, delta=final[len(self.draft_text):]))
             self.draft_text = final
         out.append(TextMessageEndEvent(message_id=self.draft_id))
-        self.drafted.add(self.draft_text)
+        self.drafted[self.draft_text] = self.draft_id
         self.draft_id = self.draft_text = ""
         return out
 
@@ -313,8 +327,9 @@ def run_ended(*, thread_id: str, run_id: str, state: dict[str, Any], tools: dict
     asked = [call for call in pending if call["kind"] in ("approval", "question")]
     if asked:
         interrupts = [
+            # The request in the words of whoever answers it, as every front end shows it ("Shall I …?").
             Interrupt(id=interrupt_id(state["run_id"], call["call_id"]), reason=call["kind"],
-                      message=tool_words.card_title(call, tools.get(call["tool"], {})), tool_call_id=call["call_id"],
+                      message=call["title"], tool_call_id=call["call_id"],
                       response_schema=response_schema(call, tools.get(call["tool"], {})),
                       metadata=_interrupt_metadata(call))
             for call in asked

@@ -321,6 +321,8 @@ class MessageOut(Schema):
     created_at: str | None
     citations: list[Citation] = Field(
         default_factory=list, description="an assistant reply's sources: the knowledge passages its [n] markers name")
+    offer_handoff: bool = Field(False, description="the reply's knowledge searches found nothing and the assistant offers a person "
+                                                   "with it (`knowledge.no_answer: offer_handoff`): show Talk to a person")
 
 
 class StaffRef(Schema):
@@ -419,6 +421,9 @@ class PendingClientAction(Schema):
     expires_at: str | None = Field(None, description="when it expires unless answered (an approval with `expires_in_seconds`, "
                                                      "a simple run's request); null: never")
     editable: list[str] | None = Field(None, description="approvals: the arguments the approver may change with `edited_arguments`")
+    title: str = Field("", description="the request in people's words, as the page shows it: while it waits, as its answerer is asked it "
+                                       "(\"Shall I refund $20 for order A-1?\"; a staff approval as the team's card says it); once "
+                                       "answered, what was asked (\"Refund $20 for order A-1\")")
 
 
 class AnsweredClientAction(PendingClientAction):

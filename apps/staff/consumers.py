@@ -61,6 +61,12 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
     async def state_changed(self, event: dict) -> None:
         if event.get("seq", 0) > self.last_sent:
             await self.push()
+            # What the customer typed has most likely just arrived: "… is typing" would otherwise
+            # linger for seconds under their own message. Typing on shows it again at the next sign.
+            if getattr(self, "typing_ends", None) is not None:
+                self.typing_ends.cancel()
+                self.typing_ends = None
+                await self._typing_over()
 
     async def draft_changed(self, event: dict) -> None:
         """The panel shows committed entries only; a model round in progress is not one."""

@@ -10,7 +10,9 @@ export function Support() {
       <ResumeThread />
       <PickDate />
       <Interrupts />
-      <CopilotChat agentId="support" threadId={threadId} />
+      {/* CopilotKit's icon-only buttons have no name a screen reader can say: give them one. */}
+      <CopilotChat agentId="support" threadId={threadId}
+                   input={{ sendButton: { "aria-label": "Send" }, addMenuButton: { "aria-label": "Add to the message" } }} />
     </CopilotKitProvider>
   );
 }

@@ -124,18 +124,47 @@
     return new URLSearchParams({ embed: "1", host: root.dataset.embedHost || "", color: root.dataset.accent || "" }).toString();
   }
 
+  // The host's colour, as a shade that stands out in each colour scheme: at least 3:1 against the
+  // page's background (WCAG's contrast for controls), so a dark green host colour is lightened on the
+  // dark background instead of drawing dark buttons on near-black; the text on it is whichever of
+  // near-white or near-black reads better. Set through the CSSOM, which the page's CSP allows.
+  const BACKGROUNDS = { light: [255, 255, 255], dark: [17, 22, 28] }; // waypoint.css --bg
+  const darkScheme = window.matchMedia("(prefers-color-scheme: dark)");
+
+  function luminance(rgb) {
+    const [r, g, b] = rgb.map((v) => {
+      const c = v / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  }
+
+  function contrast(a, b) {
+    const [high, low] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+    return (high + 0.05) / (low + 0.05);
+  }
+
+  function readableShade(rgb, background) {
+    const toward = luminance(background) > 0.5 ? [0, 0, 0] : [255, 255, 255];
+    let shade = rgb;
+    for (let step = 1; contrast(shade, background) < 3 && step <= 20; step += 1) {
+      shade = rgb.map((v, i) => Math.round(v + ((toward[i] - v) * step) / 20));
+    }
+    return shade;
+  }
+
   function applyAccent(root) {
     const color = root && root.dataset.accent;
     if (!color || !/^#[0-9a-f]{6}$/i.test(color)) return;
-    const channel = (i) => {
-      const v = parseInt(color.slice(i, i + 2), 16) / 255;
-      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    const rgb = [1, 3, 5].map((i) => parseInt(color.slice(i, i + 2), 16));
+    const apply = () => {
+      const shade = readableShade(rgb, darkScheme.matches ? BACKGROUNDS.dark : BACKGROUNDS.light);
+      const text = contrast(shade, [255, 255, 255]) >= contrast(shade, [17, 17, 17]) ? "#ffffff" : "#111111";
+      document.documentElement.style.setProperty("--brand", `rgb(${shade.join(", ")})`);
+      document.documentElement.style.setProperty("--brand-fg", text);
     };
-    const luminance = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
-    const onWhite = 1.05 / (luminance + 0.05);
-    const onBlack = (luminance + 0.05) / 0.05;
-    document.documentElement.style.setProperty("--brand", color);
-    document.documentElement.style.setProperty("--brand-fg", onWhite >= onBlack ? "#ffffff" : "#111111");
+    apply();
+    darkScheme.addEventListener("change", apply);
   }
 
   function focusFirstField(since = performance.now()) {

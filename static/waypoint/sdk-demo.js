@@ -30,6 +30,7 @@ const PROBLEMS = {
   unauthorized: "This link no longer opens the conversation: its token is wrong or has expired. Ask for a new link.",
   forbidden: "This link may not do that in this conversation.",
   not_found: "No conversation is at this link: its token is wrong or has expired. Ask for a new link.",
+  handoff_unavailable: "No person can join this conversation: the assistant answers it alone.",
 };
 
 function problemWords(error) {
@@ -58,7 +59,11 @@ function pickDate(args, { callId }) {
     input.required = true;
     input.id = `date-${callId}`;
     label.htmlFor = input.id;
-    form.append(label, input, text("button", "Submit"));
+    // Cancel declines the request: the assistant is told no date was picked.
+    form.append(label, input, text("button", "Submit", "primary"), button("Cancel", () => {
+      form.remove();
+      resolve({ declined: true });
+    }));
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       form.remove();
@@ -151,7 +156,7 @@ function card(call) {
   form.setAttribute("aria-labelledby", heading);
   const args = call.arguments || {};
   if (call.kind === "approval") {
-    form.append(text("h2", `Approve ${call.tool}?`), argumentList(args));
+    form.append(text("h2", call.title), argumentList(args));
     form.firstChild.id = heading;
     if (call.reattempt_of) {
       form.append(text("p", `An earlier attempt (${call.reattempt_of.attempted_at}) may already have gone through; `
@@ -175,7 +180,7 @@ function card(call) {
     input.required = true;
     const label = text("label", "Your answer");
     label.htmlFor = input.id;
-    form.append(text("h2", args.question || "A question for you"), label, input,
+    form.append(text("h2", call.title || "A question for you"), label, input,
       text("button", "Submit", "primary"), button("Skip", () => answer(form, call.call_id, { declined: true })));
     form.firstChild.id = heading;
     form.addEventListener("submit", (event) => {
@@ -184,11 +189,17 @@ function card(call) {
     });
   } else {
     // A client tool this page has no handler for: the application answers it, or the person declines.
-    form.append(text("h2", `Waiting for the application: ${call.tool}`), argumentList(args),
+    form.append(text("h2", `Waiting for the application: ${call.title}`), argumentList(args),
       button("Cancel", () => answer(form, call.call_id, { declined: true })));
     form.firstChild.id = heading;
   }
   return form;
+}
+
+// An answered request stays as a receipt: what was asked, and its answer in words.
+function receiptWords(call) {
+  const words = { withdrawn: "Withdrawn: handed to a person", declined: "Declined", expired: "Expired" }[call.status];
+  return `${call.title} · ${words || answerWords(call.output)}`;
 }
 
 function renderCards(state) {
@@ -210,6 +221,29 @@ const RUN_WORDS = {
   handed_off: "A person has taken over the conversation.",
 };
 
+// A message as the transcript shows it; a person's reply under their name, apart from the assistant's.
+function message(m) {
+  const item = text("li", "", m.role);
+  if (m.role === "staff") item.append(text("strong", `${(m.author && m.author.name) || "A person"}: `));
+  item.append(document.createTextNode(m.text));
+  if ((m.citations || []).length) {
+    // The passages the reply cites (docs/knowledge.md): a link for those with a web address.
+    const sources = document.createElement("ol");
+    sources.className = "sources";
+    sources.setAttribute("aria-label", "Sources");
+    for (const cited of m.citations) {
+      const line = text("li", `[${cited.n}] `);
+      const safe = /^https?:\/\//.test(cited.url || "");
+      const title = safe ? Object.assign(text("a", cited.title), { href: cited.url, rel: "noopener noreferrer", target: "_blank" })
+        : text("span", cited.title);
+      line.append(title);
+      sources.append(line);
+    }
+    item.append(sources);
+  }
+  return item;
+}
+
 function render(state) {
   const words = state.conversation_status === "completed" ? "This conversation is complete" : (RUN_WORDS[state.run_status] || "");
   const connection = state.connection === "websocket" ? "Live" : state.connection === "polling" ? "Checking for updates" : "Not connected";
@@ -217,7 +251,12 @@ function render(state) {
   $("status").dataset.runStatus = state.run_status || "";
   $("status").dataset.connection = state.connection;
   $("status").dataset.seq = state.seq;
-  $("transcript").replaceChildren(...state.messages.map((m) => text("li", m.text, m.role)));
+  $("transcript").replaceChildren(...state.messages.map(message));
+  $("receipts").replaceChildren(...(state.answered_client_actions || []).map((call) => text("li", receiptWords(call))));
+  const control = state.control || { mode: "agent" };
+  $("handoff").hidden = control.mode !== "agent" || state.conversation_status === "completed";
+  $("control").textContent = control.mode === "queued" ? "Waiting for a person to join…"
+    : control.mode === "human" ? `${(control.staff && control.staff.name) || "A person"} is answering you.` : "";
   $("continue").hidden = !["interrupted", "failed", "expired"].includes(state.run_status);
   const done = state.conversation_status === "completed";
   $("message").disabled = done;
@@ -239,7 +278,9 @@ function render(state) {
 
 async function main() {
   if (!conversationId || !params.get("token")) {
+    // Nothing to talk to: no composer that looks as if it worked.
     $("status").textContent = "Open this page with ?conversation=<id>&token=<conversation token>.";
+    $("composer").hidden = true;
     return;
   }
   // ?socket=0 turns the websocket off, to watch the polling fallback (ETag / If-None-Match).
@@ -277,6 +318,10 @@ async function main() {
     }
   });
   $("continue").addEventListener("click", () => agent.continue().then(() => showProblem(null), showProblem));
+  $("handoff").addEventListener("click", () => agent.requestHandoff().then(() => showProblem(null), (error) => {
+    if (error.code === "handoff_unavailable") $("handoff").hidden = true;
+    showProblem(error);
+  }));
 }
 
 main();

@@ -9,6 +9,7 @@ stream: a stream that broke the protocol's order would fail there, not here.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -121,7 +122,7 @@ def test_an_approval_is_an_interrupt_and_its_resume_finishes_the_run(lab: Lab):
     paused = result["paused"]["finished"]
     assert paused["outcome"] == "interrupt"
     [interrupt] = paused["interrupts"]
-    assert interrupt["reason"] == "approval" and interrupt["message"] == "Refund 20 for order A-1"
+    assert interrupt["reason"] == "approval" and interrupt["message"] == "Shall I refund 20 for order A-1?"
     start = next(e for e in result["paused"]["events"] if e["type"] == "TOOL_CALL_START")
     assert start["toolCallId"] == interrupt["toolCallId"] and start["metadata"]["waypoint"]["displayName"] == "Refund"
     assert result["resumed"]["finished"]["outcome"] == "success"
@@ -236,3 +237,23 @@ def test_a_second_server_follows_a_run_another_server_drives_to_its_end(lab: Lab
         assert [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["Checked twice."]
     finally:
         other.kill()
+
+
+def test_the_client_code_of_docs_ag_ui_md_runs_as_written(lab: Lab):
+    docs = (ROOT / "docs" / "ag-ui.md").read_text()
+    [snippet] = [block for block in re.findall(r"^```js\n(.*?)^```", docs, re.DOTALL | re.MULTILINE)
+                 if "agent.pendingInterrupts" in block]
+    imports, code = snippet.split("\n", 1)
+    # Beside e2e/node_modules, so that Node finds the pinned @ag-ui/client; the docs' free names are given.
+    script = ROOT / "e2e" / f".docs-snippet-{uuid.uuid4().hex[:8]}.mjs"
+    script.write_text(f"{imports}\nconst [base, key, assistantId] = process.argv.slice(2);\n{code}\n"
+                      "console.log(JSON.stringify(agent.messages.map((m) => m.content ?? null)));\n")
+    try:
+        done = subprocess.run(["node", str(script), lab.server.url, lab.key, lab.assistant], capture_output=True, text=True,
+                              timeout=120, cwd=ROOT)
+    finally:
+        script.unlink()
+
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said[0] == "refund please" and said[-1].startswith("Refund issued for"), said

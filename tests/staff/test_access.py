@@ -116,6 +116,21 @@ class TestTheAdmin:
 
         assert client.get(reverse(f"admin:{model}_changelist")).status_code == 200
 
+    def test_only_the_staffs_accounts_can_be_changed_in_the_admin_as_docs_staff_md_says(self, rf, django_user_model):
+        from pathlib import Path
+
+        from django.contrib import admin
+
+        request = rf.get("/staff/admin/")
+        request.user = django_user_model.objects.create_superuser(username="root", password="x" * 20)
+        changeable = sorted(model._meta.label for model, model_admin in admin.site._registry.items()
+                            if model_admin.has_add_permission(request) or model_admin.has_change_permission(request))
+
+        assert changeable == ["auth.Group", "auth.User", "axes.AccessAttempt", "axes.AccessFailureLog", "axes.AccessLog"]
+        said = " ".join((Path(__file__).parents[2] / "docs" / "staff.md").read_text().split())
+        assert "can be changed there, by a superuser only: **Users**" in said and "**Groups**" in said
+        assert "**Access attempts**, **Access failures** and **Access logs**" in said
+
 
 class TestLockoutPolicy:
     def test_failures_from_other_addresses_do_not_lock_the_owner_out(self, client, staff_user, settings):

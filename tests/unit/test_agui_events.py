@@ -108,21 +108,23 @@ def state(**fields):
 
 
 class TestRunEnded:
-    def test_an_approval_is_an_interrupt_with_the_cards_words_and_a_response_schema(self):
-        call = {"call_id": "call_1_2", "kind": "approval", "tool": "lookup_order", "arguments": {"order_id": "A-1"}}
+    def test_an_approval_is_an_interrupt_with_the_requests_words_and_a_response_schema(self):
+        call = {"call_id": "call_1_2", "kind": "approval", "tool": "lookup_order", "arguments": {"order_id": "A-1"},
+                "title": "Shall I look up order A-1?"}  # as the state words it for the customer
 
         ended = events.run_ended(thread_id="t", run_id="r", state=state(run_status="waiting", pending_client_actions=[call]),
                                  tools=TOOLS)
 
         [interrupt] = ended.outcome.interrupts
         assert (interrupt.id, interrupt.reason, interrupt.tool_call_id) == ("run_1:call_1_2", "approval", "call_1_2")
-        assert interrupt.message == "Looking up order A-1"
+        assert interrupt.message == "Shall I look up order A-1?"
         assert interrupt.response_schema["properties"]["reviewed"]["properties"]["tool"] == {"const": "lookup_order"}
         assert interrupt.metadata is None
 
     def test_a_re_attempts_interrupt_names_the_earlier_attempt(self):
         earlier = {"turn_id": "turn_0", "call_id": "call_1_1", "attempted_at": "2026-12-01T10:00:00+00:00"}
-        call = {"call_id": "call_1_2", "kind": "approval", "tool": "lookup_order", "arguments": {}, "reattempt_of": earlier}
+        call = {"call_id": "call_1_2", "kind": "approval", "tool": "lookup_order", "arguments": {}, "reattempt_of": earlier,
+                "title": "Shall I look up the order?"}
 
         ended = events.run_ended(thread_id="t", run_id="r", state=state(run_status="waiting", pending_client_actions=[call]),
                                  tools=TOOLS)
