@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from apps.agent import runner
 from apps.agent.config import ConfigError, check_config, tool_by_name
@@ -85,7 +86,8 @@ def create_assistant(*, config: Any, is_demo: bool = False) -> Assistant:
 
 def load_demo(*, base_url: str, allowed_origins: list[str] | None = None, model: str = "", mcp_url: str = "") -> Assistant:
     """
-    Create or refresh the demo assistant, whose refund webhook points at this server's demo shop.
+    Create or refresh the demo assistant, whose refund webhook points at this server's demo shop,
+    and the demo shop's help centre it answers from.
 
     `allowed_origins` are the sites that may embed its widget (the demo shop of `make run`).
     `model`: a model name on the deployment's OpenAI-compatible endpoint instead of the scripted model.
@@ -94,7 +96,9 @@ def load_demo(*, base_url: str, allowed_origins: list[str] | None = None, model:
     :raises SourceRefused: the MCP server could not be listed
     """
     from apps.agent.demo import DEMO_NAME, demo_config, with_mcp_tools
+    from apps.knowledge.demo import load_help_centre
 
+    load_help_centre(timezone.now())
     config = demo_config(f"{base_url.rstrip('/')}/demo/hooks/refund", model=model)
     if mcp_url:
         config = with_mcp_tools(config, demo_source(mcp_url))

@@ -71,12 +71,24 @@ def demo_config(webhook_url: str, *, model: str = "") -> dict:
                     ],
                 },
                 {"match": "bye", "steps": [{"say": "Goodbye!", "call": "complete_conversation", "arguments": {}}]},
+                {
+                    # A how-to question is answered from the help centre (docs/knowledge.md), citing it;
+                    # one it has no answer for is told so, with a person offered (knowledge.no_answer).
+                    "match": r"\bhow (do|can|long|much) i\b|\b(send (it|something|this|them) back|shipping|warranty|exchange)\b",
+                    "steps": [
+                        {"call": "search_knowledge", "arguments": {"query": "{message}"}},
+                        {"when": "found", "say": "Our help centre covers this in {passages}."},
+                        {"when": "not_found", "say": "I couldn't find that in our help centre."},
+                    ],
+                },
             ],
             # The message keeps its own closing punctuation ("are you there?"), so nothing is added after it.
             "fallback": [{"say": "You said: {message}\n\nTry asking about an order, a refund, a delivery date, help, or say bye."}],
         },
         # A person can be asked for: by Talk to a person, by the application, and by the model.
         "handoff": {"enabled": True, "model_tool": True, "queue_timeout_seconds": 600},
+        # The demo shop's help centre (apps/knowledge/demo.py), which load_demo adds.
+        "knowledge": {"enabled": True, "max_passages": 3, "no_answer": "offer_handoff"},
         "tools": [
             {"name": "lookup_order", "kind": "server", "action": "echo", "description": "Look an order up by its id",
              "display_name": "Order lookup", "summary": "Looking up your order {order_id}",

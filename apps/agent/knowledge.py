@@ -8,8 +8,13 @@ so a reply's `[n]` markers are resolved against the record alone: the same after
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
+
+from apps.agent import handoff
+from apps.ledger.models import Event
+from apps.ledger.types import ActionFinished, decode
 
 KNOWLEDGE_DEFAULTS = {"enabled": False, "sources": "all", "max_passages": 5, "no_answer": "say"}
 NO_ANSWER = ("say", "offer_handoff")
@@ -97,6 +102,26 @@ def cite(text: str, results: list[Any]) -> tuple[str, list[dict[str, Any]], list
     return kept, list(citations.values()), dropped
 
 
+def passage_seen(conversation_id: str, passage_id: str) -> dict[str, Any] | None:
+    """
+    A passage as the conversation's searches returned it: from its record, so the text a reply cited
+    is the one the model saw, even after its source was edited or deleted. None if none returned it.
+    """
+    for payload in Event.objects.filter(conversation_id=conversation_id, kind=ActionFinished.kind).values_list(
+            "payload", flat=True):
+        output = decode(ActionFinished.kind, json.loads(payload) if isinstance(payload, str) else payload).output
+        for passage in output.get("passages", []) if isinstance(output, dict) else []:
+            if isinstance(passage, dict) and passage.get("passage_id") == passage_id:
+                return passage
+    return None
+
+
 def found_nothing(results: list[Any]) -> bool:
     """Whether the turn searched and every search came back empty."""
     return bool(results) and not returned(results)
+
+
+def offers_a_person(config: dict[str, Any], results: list[Any]) -> bool:
+    """Whether a reply offers **Talk to a person**: its searches found nothing, the assistant says so, and can hand over."""
+    return (knowledge_settings(config)["no_answer"] == "offer_handoff" and handoff.available(config)
+            and found_nothing(results))

@@ -644,14 +644,18 @@ def execute_run(run: WorkflowLog, held: lease.Held, *, retry: str = "") -> bool:
 
 
 def _turn_complete(run: WorkflowLog, state: turns.TurnState, config: dict, step: turns.Finish) -> TurnComplete:
-    """The reply; with knowledge on, its `[n]` markers resolved against the passages the turn's searches returned."""
-    text, citations, dropped = step.text, [], []
+    """
+    The reply; with knowledge on, its `[n]` markers resolved against the passages the turn's
+    searches returned, and a person offered with it when they found nothing (`no_answer`).
+    """
+    text, citations, dropped, offer = step.text, [], [], False
     if knowledge.offered(config):
         results = [c.finished.output for c in state.calls.values()
                    if c.tool == knowledge.TOOL and c.finished is not None and c.finished.ok]
         text, citations, dropped = knowledge.cite(step.text, results)
+        offer = knowledge.offers_a_person(config, results)
     return TurnComplete(run_id=run.run_id, message_id=new_id("msg"), text=text, fallback=step.fallback,
-                        citations=citations, dropped_citations=dropped)
+                        citations=citations, dropped_citations=dropped, offer_handoff=offer)
 
 
 def _provisional(event, turn_id: str) -> Recorded:

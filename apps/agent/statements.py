@@ -53,7 +53,7 @@ STATE_ROW = Statement(
 MESSAGES_AFTER = Statement(
     """
     SELECT {messages.id}, {messages.role}, {messages.text}, {messages.turn_id}, {messages.author}, {messages.author_name},
-           {messages.seq}, {messages.created_at}, {messages.citations}
+           {messages.seq}, {messages.created_at}, {messages.citations}, {messages.offer_handoff}
     FROM {messages}
     WHERE {messages.conversation} = %s AND {messages.seq} > %s
     ORDER BY {messages.seq}
@@ -61,7 +61,7 @@ MESSAGES_AFTER = Statement(
     tables={"messages": ChatMessage},
     params=("messages.conversation", "messages.seq"),
     returns=("messages.id", "messages.role", "messages.text", "messages.turn_id", "messages.author",
-             "messages.author_name", "messages.seq", "messages.created_at", "messages.citations"),
+             "messages.author_name", "messages.seq", "messages.created_at", "messages.citations", "messages.offer_handoff"),
 )
 
 CONTROL_CHANGES_AFTER = Statement(

@@ -62,13 +62,14 @@ def _opening(plan: Plan) -> dict[str, Any]:
     state = conversation_state(conversation)
     after = state["seq"] if plan.after_seq is None else plan.after_seq
     run_id = plan.run_id or state["run_id"]
+    shown = [m for m in state["messages"] if m["seq"] <= after]
     return {
         "state": state,
         "after": after,
         "run_id": run_id,
         "tools": {t["name"]: t for t in resolved(conversation.assistant.config).get("tools", [])},
-        "messages": events.messages_snapshot([m for m in state["messages"] if m["seq"] <= after],
-                                             queries.client_message_ids(plan.conversation_id)),
+        "messages": events.messages_snapshot(shown, queries.client_message_ids(plan.conversation_id)),
+        "citations": [event for m in shown for event in events.citations(m["id"], m["citations"])],
         "before": store.read(plan.conversation_id, turn_id=_turn_of(run_id)) if run_id else [],
     }
 
@@ -101,6 +102,8 @@ async def follow(plan: Plan, *, thread_id: str, run_id: str) -> AsyncIterator[st
         return
     opening = await _read(_opening)(plan)
     yield sse(opening["messages"])
+    for event in opening["citations"]:
+        yield sse(event)
     followed = opening["run_id"]
     run = events.RunEvents(run_id=followed or "", tools=opening["tools"])
     run.seen([e for e in opening["before"] if e.seq <= opening["after"]])

@@ -63,6 +63,8 @@ class ChatMessage(models.Model):
     author_name = models.CharField(max_length=200, blank=True)  # a staff author's name as they gave it
     # The passages an assistant's reply cites (PRODUCT.md "Knowledge"): [] for every other message.
     citations = models.JSONField(default=list, blank=True)
+    # The reply's searches found nothing and the assistant offers a person with it (`no_answer`).
+    offer_handoff = models.BooleanField(default=False)
     seq = models.PositiveIntegerField()
     created_at = models.DateTimeField()
 

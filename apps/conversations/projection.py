@@ -32,13 +32,14 @@ projection = Projection({"conversations": ("id",), "chat_messages": ("id",), "co
 
 
 def _message(at: Entry, *, message_id: str, role: str, text: str, author: str, author_name: str = "",
-             citations: list | None = None) -> Change:
+             citations: list | None = None, offer_handoff: bool = False) -> Change:
     return Change(
         "chat_messages",
         (message_id,),
         create={
             "id": message_id, "turn_id": at.turn_id, "role": role, "text": text, "author": author,
-            "author_name": author_name, "citations": citations or [], "seq": at.seq, "created_at": at.created_at,
+            "author_name": author_name, "citations": citations or [], "offer_handoff": offer_handoff, "seq": at.seq,
+            "created_at": at.created_at,
         },
     )
 
@@ -80,7 +81,8 @@ def _(event: TurnDispatched, at: Entry) -> Iterator[Change]:
 @projection.handles(TurnComplete)
 def _(event: TurnComplete, at: Entry) -> Iterator[Change]:
     if event.text:
-        yield _message(at, message_id=event.message_id, role="assistant", text=event.text, author="", citations=event.citations)
+        yield _message(at, message_id=event.message_id, role="assistant", text=event.text, author="", citations=event.citations,
+                       offer_handoff=event.offer_handoff)
         yield Change("conversations", (at.conversation_id,), incr={"message_count": 1})
 
 

@@ -231,7 +231,9 @@ class TurnComplete(EventKind):
     # named nothing the turn's searches returned (taken out of the text).
     citations: list = field(default_factory=list)
     dropped_citations: list = field(default_factory=list)
-    added: ClassVar[tuple[str, ...]] = ("citations", "dropped_citations")
+    # The turn's searches found nothing, and the assistant offers a person then (`no_answer: offer_handoff`).
+    offer_handoff: bool = False
+    added: ClassVar[tuple[str, ...]] = ("citations", "dropped_citations", "offer_handoff")
 
 
 @_kind("turn_failed")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.staff import approval_views, tool_sources, views
+from apps.staff import approval_views, knowledge, tool_sources, views
 from apps.staff import webhooks as webhook_views
 
 app_name = "staff"
@@ -21,6 +21,9 @@ urlpatterns = [
     path("conversations/<uuid:conversation_id>/notes", views.add_note, name="add_note"),
     path("waiting/", views.waiting, name="waiting"),
     path("approvals/", approval_views.queue, name="approvals"),
+    path("knowledge/", knowledge.page, name="knowledge"),
+    path("knowledge/add", knowledge.add, name="knowledge_add"),
+    path("knowledge/<uuid:source_id>/delete", knowledge.delete, name="knowledge_delete"),
     path("tool-sources/", tool_sources.page, name="tool_sources"),
     path("tool-sources/add", tool_sources.add, name="tool_source_add"),
     path("tool-sources/<uuid:source_id>/refresh", tool_sources.refresh, name="tool_source_refresh"),

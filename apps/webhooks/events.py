@@ -65,6 +65,11 @@ def announced(
         data["approver"] = payload.get("approver") or "customer"
         if payload.get("expires_at"):
             data["expires_at"] = payload["expires_at"]
+    if kind == "turn_complete":
+        # The reply's sources (PRODUCT.md "Knowledge"), [] when it cites none; and a person offered with it.
+        data["citations"] = payload.get("citations") or []
+        if payload.get("offer_handoff"):
+            data["offer_handoff"] = True
     if changes_control(kind):
         data["control"] = control
         if kind == "control_returned":

@@ -215,7 +215,7 @@ def interruption(state: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> d
 def _source(citation: dict[str, Any]) -> dict[str, Any]:
     """A cited passage as the Sources list shows it: its number, title and, for a web address only, a link."""
     url = citation.get("url") or ""
-    return {"n": citation.get("n"), "title": citation.get("title") or "Untitled",
+    return {"n": citation.get("n"), "title": citation.get("title") or "Untitled", "passage_id": citation.get("passage_id") or "",
             "href": url if url.startswith(("https://", "http://")) else ""}
 
 

@@ -18,6 +18,7 @@ urlpatterns = [
     path("c/<uuid:conversation_id>/handoff/details", views.handoff_details, name="handoff_details"),
     path("c/<uuid:conversation_id>/handoff/cancel", views.cancel_handoff, name="handoff_cancel"),
     path("c/<uuid:conversation_id>/team", views.team, name="team"),
+    path("c/<uuid:conversation_id>/passages/<str:passage_id>", views.passage, name="passage"),
     path("c/<uuid:conversation_id>/memory/clear", views.clear_memory, name="clear-memory"),
     # Anything else under these prefixes is a link cut short or mistyped: a page for people, even
     # with DEBUG on, where Django would answer with its technical 404 page.

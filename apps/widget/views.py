@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
-from apps.agent import actions, handoff
+from apps.agent import actions, handoff, knowledge
 from apps.agent.config import tool_by_name
 from apps.agent.models import Assistant
 from apps.agent.state import conversation_state
@@ -439,6 +439,21 @@ def team(request: HttpRequest, conversation_id: str) -> HttpResponse:
     return render(request, "widget/conversation.html#team", {
         "team": team_status(conversation, timezone.now()), "conversation_id": grant.conversation_id,
         "token": request.GET.get("token", "")})
+
+
+@for_people
+@require_GET
+def passage(request: HttpRequest, conversation_id: str, passage_id: str) -> HttpResponse:
+    """
+    A cited passage's text, on request (a reply's Sources): as the conversation's search returned
+    it, from its record. The page loads it into the source's details; without script it is a page.
+    """
+    grant = _grant(request, conversation_id)
+    found = knowledge.passage_seen(grant.conversation_id, passage_id)
+    if found is None:
+        raise LinkInvalid("no such passage in this conversation")
+    fragment = "widget/conversation.html#passage" if request.headers.get("HX-Request") else "widget/passage.html"
+    return render(request, fragment, {"passage": found})
 
 
 @for_people

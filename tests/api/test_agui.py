@@ -189,7 +189,7 @@ class TestInterrupts:
         finished = paused[-1]
         assert finished["type"] == "RUN_FINISHED" and finished["outcome"]["type"] == "interrupt"
         [interrupt] = finished["outcome"]["interrupts"]
-        assert interrupt["reason"] == "approval" and interrupt["message"] == "Issue refund"
+        assert interrupt["reason"] == "approval" and interrupt["message"] == "Shall I go ahead with “Issue refund”?"
         run_id, call_id = interrupt["id"].split(":")
         assert interrupt["toolCallId"] == call_id
         assert interrupt["responseSchema"]["properties"]["reviewed"]["properties"]["arguments"]["const"] == {

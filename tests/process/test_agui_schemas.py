@@ -67,6 +67,10 @@ CONFIG = {
         {"name": "slow_check", "kind": "server", "action": "sleep", "display_name": "Careful check"},
     ],
 }
+# Answers from the help content, citing it.
+CITING = {"name": "AG-UI schemas, help content", "knowledge": {"enabled": True}, "model": {"provider": "scripted", "rules": [],
+          "fallback": [{"call": "search_knowledge", "arguments": {"query": "{message}"}},
+                       {"when": "found", "say": "Send it back within 30 days [1]."}, {"say": "Nothing found."}]}}
 # A model endpoint nobody listens on: its runs fail after the provider's quick retries.
 FAILING = {"name": "AG-UI schemas, failing model", "model": {"provider": "openai", "model": "gpt-test"}}
 
@@ -74,7 +78,7 @@ FAILING = {"name": "AG-UI schemas, failing model", "model": {"provider": "openai
 KINDS = {
     "RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "STEP_STARTED", "STEP_FINISHED",
     "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-    "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "RUN_FINISHED", "RUN_ERROR",
+    "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "RUN_FINISHED", "RUN_ERROR", "CUSTOM",
 }
 
 
@@ -143,7 +147,10 @@ def streams() -> dict[str, list[dict]]:
             assert created.status_code == 201, created.text
             return created.json()["id"]
 
-        main, failing = assistant(CONFIG), assistant(FAILING)
+        main, failing, citing = assistant(CONFIG), assistant(FAILING), assistant(CITING)
+        source = httpx.post(f"{server.url}/v1/knowledge/sources", headers={"Authorization": f"Bearer {key}"}, timeout=30,
+                            json={"title": "Returns", "text": "# Returns\n\nSend it back within 30 days of delivery."})
+        assert source.status_code == 201, source.text
         out: dict[str, list[dict]] = {}
         out["text"] = Thread(server, key, main).send("hello there")
         out["streamed text"] = Thread(server, key, main).send("tell me a story")
@@ -171,6 +178,9 @@ def streams() -> dict[str, list[dict]]:
                                                          "payload": {"answer": "blue"}}])
 
         out["failed run"] = Thread(server, key, failing).send("hello")
+        cited = Thread(server, key, citing)
+        out["cited reply"] = cited.send("how do I send it back?")
+        out["cited reply again"] = cited.send()
 
         dropped = Thread(server, key, main)
         out["dropped stream"] = dropped.send("check slowly", until="Careful check")
