@@ -41,6 +41,13 @@ export function approval(interrupt, decision) {
   return { decision, reviewed: { tool: tool.const, arguments: args.const } };
 }
 
+// The cards' look: CopilotKit's stylesheet resets buttons and forms, so they say what they are here.
+const card = { display: "flex", flexWrap: "wrap", alignItems: "center", gap: "0.5rem", margin: "0.5rem 0",
+  padding: "0.75rem", border: "1px solid #c5cad3", borderRadius: "0.75rem" };
+const button = { padding: "0.35rem 0.9rem", border: "1px solid #6b7280", borderRadius: "0.5rem", cursor: "pointer" };
+const primary = { ...button, background: "#1d4ed8", borderColor: "#1d4ed8", color: "#fff" };
+const field = { flex: "1 1 12rem", padding: "0.35rem 0.5rem", border: "1px solid #6b7280", borderRadius: "0.5rem" };
+
 // Approvals and questions arrive as interrupts (RUN_FINISHED with outcome "interrupt").
 export function Interrupts() {
   useInterrupt({
@@ -48,10 +55,10 @@ export function Interrupts() {
       <>
         <CancelWhenTheCustomerWrites cancel={cancel} />
         {interrupt?.reason === "approval" ? (
-          <div role="group" aria-label={interrupt.message}>
-            <p>{interrupt.message}</p>
-            <button onClick={() => resolve(approval(interrupt, "approve"))}>Approve</button>
-            <button onClick={() => resolve(approval(interrupt, "deny"))}>Deny</button>
+          <div role="group" aria-label={interrupt.message} style={card}>
+            <p style={{ flexBasis: "100%", margin: 0, fontWeight: 600 }}>{interrupt.message}</p>
+            <button style={primary} onClick={() => resolve(approval(interrupt, "approve"))}>Approve</button>
+            <button style={button} onClick={() => resolve(approval(interrupt, "deny"))}>Deny</button>
           </div>
         ) : (
           <Question interrupt={interrupt} answer={(answer) => resolve({ answer })} skip={() => cancel()} />
@@ -79,10 +86,13 @@ function CancelWhenTheCustomerWrites({ cancel }) {
 function Question({ interrupt, answer, skip }) {
   const [text, setText] = useState("");
   return (
-    <form aria-label={interrupt?.message} onSubmit={(e) => { e.preventDefault(); if (text.trim()) answer(text.trim()); }}>
-      <label>{interrupt?.message} <input value={text} onChange={(e) => setText(e.target.value)} /></label>
-      <button type="submit">Send answer</button>
-      <button type="button" onClick={skip}>Skip</button>
+    <form aria-label={interrupt?.message} style={card} onSubmit={(e) => { e.preventDefault(); if (text.trim()) answer(text.trim()); }}>
+      <label style={{ display: "contents" }}>
+        <span style={{ flexBasis: "100%", fontWeight: 600 }}>{interrupt?.message}</span>
+        <input style={field} value={text} onChange={(e) => setText(e.target.value)} />
+      </label>
+      <button type="submit" style={primary}>Send answer</button>
+      <button type="button" style={button} onClick={skip}>Skip</button>
     </form>
   );
 }
