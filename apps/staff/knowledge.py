@@ -86,7 +86,8 @@ def page(request: HttpRequest) -> HttpResponse:
 
 def _context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     assistants = _assistants()
-    return {"sources": [queries.source_out(s) for s in queries.live_sources()], "assistants": assistants,
+    sources = [{**queries.source_out(s), "changed_at": s.updated_at} for s in queries.live_sources()]
+    return {"sources": sources, "assistants": assistants,
             "tried": _tried(request, assistants), "unanswered": unanswered(timezone.now()), "days": UNANSWERED_DAYS,
             "formats": FORMATS, **extra}
 
