@@ -1360,7 +1360,7 @@ suite; the targets are goals, reported as met or not.
 
 # The end-to-end comparison first: the headline of a run stopped early.
 SECTIONS = ("floor", "embedded", "pushcost", "turns", "length", "webhooks", "peers", "state", "push", "load", "verify",
-            "staff", "idle", "hooklag", "sockets", "mcp")
+            "staff", "idle", "hooklag", "sockets", "mcp", "knowledge")
 ON_OWN_CLUSTER = ("floor", "embedded")
 
 
@@ -1471,6 +1471,10 @@ def run_section(name: str, report: Report, database, args) -> None:
         from bench.mcp import section_mcp
 
         section_mcp(report, quick=args.quick)
+    elif name == "knowledge":
+        from bench.knowledge import section_knowledge
+
+        section_knowledge(report, quick=args.quick)
 
 
 if __name__ == "__main__":
