@@ -16,7 +16,8 @@ HELPFUL = {
     "knowledge": {"enabled": True},
     "model": {"provider": "scripted", "rules": [], "fallback": [
         {"call": "search_knowledge", "arguments": {"query": "{message}"}},
-        {"when": "found", "say": "You can send it back within 30 days of delivery [1]."},
+        # Streamed, slowly: the reply reaches the page by a push after it loaded, as a real model's does.
+        {"when": "found", "say": "You can send it back within 30 days of delivery [1].", "stream": True},
         {"when": "not_found", "say": "I could not find that in our help pages."},
     ]},
 }
@@ -39,7 +40,7 @@ def server():
         f"create_assistant(config=json.loads({json.dumps(json.dumps(HELPFUL))}))\n"
         f"create_assistant(config=json.loads({json.dumps(json.dumps(DESK))}))\n"
     ))
-    running = DaphneServer(database).start()
+    running = DaphneServer(database, env={"WAYPOINT_SCRIPTED_STREAM_DELAY_SECONDS": "0.2"}).start()
     yield running
     running.stop()
     database.drop()

@@ -98,8 +98,9 @@ def load_demo(*, base_url: str, allowed_origins: list[str] | None = None, model:
     from apps.agent.demo import DEMO_NAME, demo_config, with_mcp_tools
     from apps.knowledge.demo import load_help_centre
 
-    load_help_centre(timezone.now())
+    help_centre = load_help_centre(timezone.now())
     config = demo_config(f"{base_url.rstrip('/')}/demo/hooks/refund", model=model)
+    config["knowledge"]["sources"] = [str(source.id) for source in help_centre]  # the demo's own, not the team's
     if mcp_url:
         config = with_mcp_tools(config, demo_source(mcp_url))
     if allowed_origins:

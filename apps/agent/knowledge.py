@@ -8,13 +8,11 @@ so a reply's `[n]` markers are resolved against the record alone: the same after
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from apps.actions.models import ActionLog
 from apps.agent import handoff
-from apps.ledger.models import Event
-from apps.ledger.types import ActionFinished, decode
 
 KNOWLEDGE_DEFAULTS = {"enabled": False, "sources": "all", "max_passages": 5, "no_answer": "say"}
 NO_ANSWER = ("say", "offer_handoff")
@@ -107,9 +105,9 @@ def passage_seen(conversation_id: str, passage_id: str) -> dict[str, Any] | None
     A passage as the conversation's searches returned it: from its record, so the text a reply cited
     is the one the model saw, even after its source was edited or deleted. None if none returned it.
     """
-    for payload in Event.objects.filter(conversation_id=conversation_id, kind=ActionFinished.kind).values_list(
-            "payload", flat=True):
-        output = decode(ActionFinished.kind, json.loads(payload) if isinstance(payload, str) else payload).output
+    outputs = ActionLog.objects.filter(conversation_id=conversation_id, tool=TOOL, status="succeeded").order_by(
+        "started_at").values_list("output", flat=True)
+    for output in outputs:
         for passage in output.get("passages", []) if isinstance(output, dict) else []:
             if isinstance(passage, dict) and passage.get("passage_id") == passage_id:
                 return passage

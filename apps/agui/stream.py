@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ag_ui.core import BaseEvent, RunErrorEvent, RunStartedEvent
@@ -88,8 +89,13 @@ def _state(conversation_id: str) -> dict[str, Any]:
     return conversation_state(Conversation.objects.get(id=conversation_id))
 
 
-async def follow(plan: Plan, *, thread_id: str, run_id: str) -> AsyncIterator[str]:
-    """Yield the request's events as SSE text, from `RUN_STARTED` to exactly one `RUN_FINISHED` or `RUN_ERROR`."""
+async def follow(plan: Plan, *, thread_id: str, run_id: str, allowed: Callable[[], bool] = lambda: True) -> AsyncIterator[str]:
+    """
+    Yield the request's events as SSE text, from `RUN_STARTED` to exactly one `RUN_FINISHED` or `RUN_ERROR`.
+
+    `allowed` says whether the request's credential is still valid: a stream the staff side holds
+    open may outlive it.
+    """
 
     def sse(event: BaseEvent) -> str:
         return ENCODER.encode(event)
@@ -124,8 +130,12 @@ async def follow(plan: Plan, *, thread_id: str, run_id: str) -> AsyncIterator[st
                 for event in [*run.close(), *run.pending_calls(state), *staff.news(state), events.state_snapshot(state)]:
                     yield sse(event)
                 if _held(state):
-                    async for event in staff.follow(wakeups):
+                    async for event in staff.follow(wakeups, allowed):
                         yield event if isinstance(event, str) else sse(event)
+                    if staff.refused:
+                        yield sse(RunErrorEvent(message="This stream's credential was revoked or has expired.",
+                                                code="unauthorized"))
+                        return
                     state = staff.state
                 yield sse(events.run_ended(thread_id=thread_id, run_id=run_id, state=state, tools=opening["tools"]))
                 return
@@ -159,23 +169,33 @@ class _StaffSide:
         # The client has the messages of its MESSAGES_SNAPSHOT and the run's own; a person's reply
         # recorded after the snapshot is news, even one the run's polling read past.
         self.shown = {m["id"] for m in state["messages"] if m["seq"] <= shown_up_to or m["role"] != "staff"}
+        self.refused = False
 
-    async def follow(self, wakeups) -> AsyncIterator[BaseEvent | str]:
-        quiet = 0.0
+    async def follow(self, wakeups, allowed: Callable[[], bool]) -> AsyncIterator[BaseEvent | str]:
+        """
+        Until control returns or the conversation is completed; or until the request's credential
+        stops being valid (revoked, expired), checked with each news and each heartbeat: then
+        `refused` is set and nothing more is sent.
+        """
+        written = time.monotonic()
         while _held(self.state):
             await wakeups(HELD_POLL_SECONDS)
             _, entries = await _read(_poll)(self.conversation_id, None, self.cursor)
-            if not entries:
-                quiet += HELD_POLL_SECONDS
-                if quiet >= HEARTBEAT_SECONDS:
-                    quiet = 0.0
-                    yield HEARTBEAT
+            news: list[BaseEvent | str] = []
+            if entries:
+                self.cursor = entries[-1].seq
+                before, self.state = self.state, await _read(_state)(self.conversation_id)
+                news = list(self.news(before))
+            if not news and time.monotonic() - written >= HEARTBEAT_SECONDS:
+                news = [HEARTBEAT]
+            if not news:
                 continue
-            quiet = 0.0
-            self.cursor = entries[-1].seq
-            before, self.state = self.state, await _read(_state)(self.conversation_id)
-            for event in self.news(before):
+            if not await _read(allowed)():
+                self.refused = True
+                return
+            for event in news:
                 yield event
+            written = time.monotonic()
 
     def news(self, before: dict[str, Any]) -> list[BaseEvent]:
         """The replies not shown yet, and the state when control changed since `before`."""

@@ -17,6 +17,7 @@ from pydantic import ConfigDict, Field
 
 from apps.agui import actions, queries
 from apps.agui.stream import follow
+from apps.ops.credentials import still_valid
 
 router = Router(tags=["ag-ui"])
 
@@ -60,8 +61,9 @@ def run(request: HttpRequest, payload: RunAgentInputIn, assistant_id: str = Path
     given = actions.check_input(payload.model_dump(exclude_unset=True))
     plan = actions.take(given=given, assistant=queries.assistant(assistant_id), principal=request.auth,
                         now=timezone.now())
-    response = StreamingHttpResponse(follow(plan, thread_id=given.thread_id, run_id=given.run_id),
-                                     content_type="text/event-stream")
+    response = StreamingHttpResponse(
+        follow(plan, thread_id=given.thread_id, run_id=given.run_id, allowed=lambda: still_valid(request)),
+        content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response

@@ -61,12 +61,14 @@ def load_help_centre(now: datetime) -> list[Source]:
     """
     Add the help centre's articles, or bring them up to date: an article already there with the
     same text is left as it is (its content hash makes the upload a no-op), so loading it again
-    adds nothing.
+    adds nothing. They are known by their demo address, never by title: a team's own "Returns" is
+    not the demo's.
     """
     out = []
     for title, text in ARTICLES.items():
-        upload = actions.check_upload(title=title, content=text.encode(), format="markdown", url=f"{BASE_URL}/{title.lower()}")
-        existing = Source.objects.filter(title=title, deleted_at__isnull=True).order_by("created_at").first()
+        url = f"{BASE_URL}/{title.lower()}"
+        upload = actions.check_upload(title=title, content=text.encode(), format="markdown", url=url)
+        existing = Source.objects.filter(url=url, deleted_at__isnull=True).order_by("created_at").first()
         if existing is None:
             out.append(actions.add_source(upload=upload, now=now).source)
         else:

@@ -11,6 +11,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -41,15 +42,31 @@ def _assistants() -> list[dict[str, Any]]:
     return out
 
 
+def _unanswered_turns(now, days: int) -> list[tuple[str, Any, Any]]:
+    """
+    (question, conversation, when) of each turn since `days` ago whose searches all found nothing:
+    a turn whose second search found the answer was answered. The question is what its first
+    search asked.
+    """
+    rows = ActionLog.objects.filter(tool=assistant_knowledge.TOOL, status="succeeded",
+                                    started_at__gte=now - timedelta(days=days)).order_by("-started_at")
+    turns: dict[str, dict[str, Any]] = {}
+    for turn_id, query, note, conversation_id, at in rows.values_list(
+            "turn_id", "arguments__query", "output__note", "conversation_id", "started_at")[:10000]:
+        turn = turns.setdefault(turn_id, {"empty": True, "query": query, "conversation": conversation_id, "at": at})
+        turn["empty"] = turn["empty"] and note == assistant_knowledge.NOTHING_FOUND["note"]
+        if at <= turn["at"]:
+            turn["query"], turn["at"] = query, at
+    return [(t["query"], t["conversation"], t["at"]) for t in turns.values() if t["empty"]]
+
+
 def unanswered(now, *, days: int = UNANSWERED_DAYS, limit: int = 50) -> list[dict[str, Any]]:
     """
     The customers' questions whose searches found nothing since `days` ago, grouped by their words
     (case, spacing and end punctuation aside), most asked first; each with its latest conversation.
     """
-    rows = ActionLog.objects.filter(tool=assistant_knowledge.TOOL, status="succeeded", output__note="nothing found",
-                                    started_at__gte=now - timedelta(days=days)).order_by("-started_at")
     groups: dict[str, dict[str, Any]] = {}
-    for query, conversation_id, at in rows.values_list("arguments__query", "conversation_id", "started_at")[:5000]:
+    for query, conversation_id, at in sorted(_unanswered_turns(now, days), key=lambda t: t[2], reverse=True):
         if not isinstance(query, str) or not query.strip():
             continue
         key = re.sub(r"\s+", " ", query).strip().rstrip("?!.").lower()
@@ -107,6 +124,8 @@ def add(request: HttpRequest) -> HttpResponse:
         problem = "Paste the text, or choose a file."
     elif upload is None and form["format"] not in FORMATS:
         problem = "Format: Markdown, HTML or plain text."
+    elif upload is not None and upload.size > settings.WAYPOINT_KNOWLEDGE_MAX_FILE_BYTES:
+        problem = f"A file may be at most {settings.WAYPOINT_KNOWLEDGE_MAX_FILE_BYTES:,} bytes; this one is {upload.size:,}."
     if not problem:
         try:
             if upload is not None:

@@ -452,8 +452,17 @@ def passage(request: HttpRequest, conversation_id: str, passage_id: str) -> Http
     found = knowledge.passage_seen(grant.conversation_id, passage_id)
     if found is None:
         raise LinkInvalid("no such passage in this conversation")
-    fragment = "widget/conversation.html#passage" if request.headers.get("HX-Request") else "widget/passage.html"
-    return render(request, fragment, {"passage": found})
+    if request.htmx:
+        return render(request, "widget/conversation.html#passage", {"passage": found})
+    # A page of its own (no script), in the widget's frame too, with the way back to the conversation.
+    conversation = _conversation(conversation_id)
+    embed = _embed(request, conversation)
+    token = request.GET.get("token", "")
+    response = render(request, "widget/passage.html", {
+        "passage": found, "back": _conversation_url(grant.conversation_id, token, embed)})
+    if embed is not None:
+        allow_framing(response, config=conversation.assistant.config)
+    return response
 
 
 @for_people

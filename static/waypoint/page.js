@@ -500,6 +500,9 @@
         current.insertBefore(el, typing);
         added.push(el);
       });
+      // Moved in by hand, not swapped by htmx: what they do with htmx (a cited passage's details,
+      // the offer of a person) is set up here.
+      added.forEach((el) => htmx.process(el));
       // An answer older than what the page shows (an htmx reply overtaken by a push) may add
       // messages, but the typing row is the newer answer's to decide.
       if (Number(incoming.dataset.seq || 0) >= shownSeq()) {

@@ -244,6 +244,8 @@ function message(m) {
   return item;
 }
 
+let handoffRefused = false;
+
 function render(state) {
   const words = state.conversation_status === "completed" ? "This conversation is complete" : (RUN_WORDS[state.run_status] || "");
   const connection = state.connection === "websocket" ? "Live" : state.connection === "polling" ? "Checking for updates" : "Not connected";
@@ -254,7 +256,7 @@ function render(state) {
   $("transcript").replaceChildren(...state.messages.map(message));
   $("receipts").replaceChildren(...(state.answered_client_actions || []).map((call) => text("li", receiptWords(call))));
   const control = state.control || { mode: "agent" };
-  $("handoff").hidden = control.mode !== "agent" || state.conversation_status === "completed";
+  $("handoff").hidden = handoffRefused || control.mode !== "agent" || state.conversation_status === "completed";
   $("control").textContent = control.mode === "queued" ? "Waiting for a person to join…"
     : control.mode === "human" ? `${(control.staff && control.staff.name) || "A person"} is answering you.` : "";
   $("continue").hidden = !["interrupted", "failed", "expired"].includes(state.run_status);
@@ -319,7 +321,10 @@ async function main() {
   });
   $("continue").addEventListener("click", () => agent.continue().then(() => showProblem(null), showProblem));
   $("handoff").addEventListener("click", () => agent.requestHandoff().then(() => showProblem(null), (error) => {
-    if (error.code === "handoff_unavailable") $("handoff").hidden = true;
+    if (error.code === "handoff_unavailable") {
+      handoffRefused = true; // this assistant hands nothing over: the button stays away
+      $("handoff").hidden = true;
+    }
     showProblem(error);
   }));
 }

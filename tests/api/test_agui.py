@@ -509,6 +509,35 @@ class TestHandoff:
         assert {e["snapshot"]["control"]["mode"] for e in events if e.get("type") == "STATE_SNAPSHOT"} == {"queued"}
         assert api.state(cid)["messages"][-1]["text"] == "anyone there?"
 
+    def test_a_held_stream_ends_with_a_run_error_once_its_token_is_revoked(self, api, quick):
+        from django.utils import timezone
+
+        from apps.agent import handoff
+        from apps.agui.models import Thread as AguiThread
+
+        assistant = api.create_assistant(handoff={"enabled": True})
+        events_of(Thread(api, assistant).post({  # started for the customer, whose token it then issues
+            "threadId": "held-thread", "runId": "r-1", "messages": [{"id": "m-1", "role": "user", "content": "hello there"}],
+            "tools": [], "context": [], "state": {}, "forwardedProps": {"persona": "guest:alice"}}))
+        cid = str(AguiThread.objects.get(thread_id="held-thread").conversation_id)
+        issued = api.post(f"/v1/agent/conversations/{cid}/tokens", {"persona": "guest:alice"})
+        assert issued.status_code == 201, issued.content
+        token = issued.json()["token"]
+        handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice", now=timezone.now())
+        customer = Thread(api.as_(token), assistant, thread_id=cid)
+
+        revoked = []
+
+        def revoke(event: dict) -> None:
+            if event.get("type") == "STATE_SNAPSHOT" and not revoked:
+                revoked.append(api.post(f"/v1/agent/conversations/{cid}/tokens/revoke", {"token": token}).status_code)
+
+        events = stream_of(customer.send("anyone there?"), meanwhile=revoke)
+
+        assert revoked and revoked[0] < 300
+        assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "unauthorized"
+        assert not [e for e in events if "comment" in e]  # nothing more was sent to a revoked token
+
     def test_a_held_stream_ends_when_the_queue_times_out(self, api, quick):
         from datetime import timedelta
 

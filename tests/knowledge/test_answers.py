@@ -184,10 +184,11 @@ class TestThePassageOnRequest:
             assert "30 days" not in response.content.decode() and "Traceback" not in response.content.decode()
 
 
-def test_the_demo_answers_a_how_to_from_its_help_centre_and_offers_a_person_for_what_it_lacks(api):
+def test_the_demo_answers_a_how_to_from_its_help_centre_and_offers_a_person_for_what_it_lacks(api, add):
     from apps.agent.actions import load_demo, start_conversation
     from apps.knowledge.models import Source
 
+    teams = add("Returns", "# Returns\n\nOur own returns policy: 60 days.", url="https://shop.example/returns")
     load_demo(base_url="http://127.0.0.1:8000")
     demo = load_demo(base_url="http://127.0.0.1:8000")  # again, as each `make run` does: nothing is added twice
 
@@ -198,6 +199,8 @@ def test_the_demo_answers_a_how_to_from_its_help_centre_and_offers_a_person_for_
 
     cited, lacking = ask("how do I send something back?"), ask("how can I book a table at your restaurant?")
 
-    assert Source.objects.filter(deleted_at__isnull=True).count() == 5
+    assert Source.objects.filter(deleted_at__isnull=True).count() == 6
+    teams.refresh_from_db()
+    assert teams.version == 1 and str(teams.id) not in demo.config["knowledge"]["sources"]  # the team's own stays theirs
     assert cited["citations"][0]["title"] == "Returns" and cited["text"].startswith("Our help centre covers this in [1] Returns")
     assert lacking["text"] == "I couldn't find that in our help centre." and lacking["offer_handoff"] is True

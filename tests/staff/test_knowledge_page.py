@@ -125,3 +125,17 @@ def test_the_page_is_for_staff_only(client):
     response = client.get(PAGE)
 
     assert response.status_code == 302 and "/staff/login" in response["Location"]
+
+
+def test_a_turn_whose_second_search_found_the_answer_is_not_a_gap(dana, help_centre, make_assistant):
+    from apps.agent import actions
+
+    twice = make_assistant(**{**ASKS, "name": "Second try", "model": {"provider": "scripted", "rules": [], "fallback": [
+        {"call": "search_knowledge", "arguments": {"query": "zebra xylophone"}},
+        {"call": "search_knowledge", "arguments": {"query": "{message}"}}, {"say": "Found it on the second try."}]}})
+    actions.start_conversation(assistant_id=str(twice.id), message="how do I send back a jacket that doesn't fit?",
+                               persona="guest:alice", edge="api", now=timezone.now())
+
+    page = dana.get(PAGE).content.decode()
+
+    assert "zebra" not in page and "No unanswered question in the last 30 days." in page
