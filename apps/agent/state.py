@@ -14,9 +14,9 @@ from typing import Any
 from apps.agent import statements
 from apps.agent import tools as tool_words
 from apps.agent.handoff import control_of
+from apps.agent.message_fields import message_of
 from apps.conversations.models import Conversation
 from apps.ledger import sql
-from apps.ledger.identities import persona_name
 from apps.ledger.replay import read_only
 from apps.ledger.store import iso
 from apps.runs.models import WorkflowLog
@@ -79,11 +79,7 @@ def _state(conversation: Conversation, message_rows, change_rows, run_rows, usag
     # Plain tuples from named statements, not model instances: a long conversation has thousands of
     # messages and this runs on every page load, poll and websocket push.
     assistant = _assistant_author(conversation)
-    messages = [
-        {"id": id_, "role": role, "text": text, "turn_id": turn_id, "author": _author(role, author, author_name, assistant),
-         "seq": seq, "created_at": iso(created), "citations": citations or [], "offer_handoff": bool(offer)}
-        for id_, role, text, turn_id, author, author_name, seq, created, citations, offer in message_rows
-    ]
+    messages = [message_of(row, assistant=assistant) for row in message_rows]
     changes = [
         {"seq": seq, "kind": kind, "staff": {"id": staff, "name": name or staff} if staff else None, "text": text,
          "created_at": iso(created)}
@@ -164,15 +160,6 @@ def _assistant_author(conversation: Conversation) -> dict[str, str]:
     name = conversation.assistant.name if Conversation.assistant.is_cached(conversation) else \
         statements.ASSISTANT_NAME.rows(conversation.assistant_id)[0][0]
     return {"kind": "assistant", "id": f"assistant:{conversation.assistant_id}", "name": name}
-
-
-def _author(role: str, author: str, author_name: str, assistant: dict[str, str]) -> dict[str, str]:
-    """Who wrote a message (PRODUCT.md "Human handoff"): the customer, the assistant or a person on the staff side."""
-    if role == "assistant":
-        return assistant
-    if role == "staff":
-        return {"kind": "staff", "id": author, "name": author_name or persona_name(author)}
-    return {"kind": "customer", "id": author, "name": persona_name(author) if author else ""}
 
 
 def _answers(rows: list[tuple]) -> list[dict[str, Any]]:

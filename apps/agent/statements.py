@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from apps.actions.models import ActionLog
+from apps.agent.message_fields import MESSAGE_COLUMNS
 from apps.agent.models import Assistant
 from apps.conversations.models import ChatMessage, ControlChange, Conversation, EmailFollowUp, Lease
 from apps.ledger.sql import Statement
@@ -51,17 +52,15 @@ STATE_ROW = Statement(
 # through the ORM, building these queries cost more CPU than PostgreSQL spent answering them.
 
 MESSAGES_AFTER = Statement(
-    """
-    SELECT {messages.id}, {messages.role}, {messages.text}, {messages.turn_id}, {messages.author}, {messages.author_name},
-           {messages.seq}, {messages.created_at}, {messages.citations}, {messages.offer_handoff}
-    FROM {messages}
-    WHERE {messages.conversation} = %s AND {messages.seq} > %s
-    ORDER BY {messages.seq}
+    f"""
+    SELECT {', '.join(f'{{messages.{column}}}' for column in MESSAGE_COLUMNS)}
+    FROM {{messages}}
+    WHERE {{messages.conversation}} = %s AND {{messages.seq}} > %s
+    ORDER BY {{messages.seq}}
     """,
     tables={"messages": ChatMessage},
     params=("messages.conversation", "messages.seq"),
-    returns=("messages.id", "messages.role", "messages.text", "messages.turn_id", "messages.author",
-             "messages.author_name", "messages.seq", "messages.created_at", "messages.citations", "messages.offer_handoff"),
+    returns=tuple(f"messages.{column}" for column in MESSAGE_COLUMNS),
 )
 
 CONTROL_CHANGES_AFTER = Statement(

@@ -103,3 +103,21 @@ class TestResultsBody:
         assert response.status_code == 200 and response["Content-Type"] == "application/json; charset=utf-8"
         assert body["state"]["answered_client_actions"] and body["run_resumes"] is True
         assert body == ResultsOut.model_validate(body).model_dump()
+
+
+class TestMessageFields:
+    def test_the_schema_declares_each_field_a_message_is_shown_with(self):
+        from apps.agent.message_fields import MESSAGE_FIELDS
+        from apps.api.schemas import MessageOut
+
+        declared = list(MessageOut.model_fields)
+
+        assert declared == [shown.name for shown in MESSAGE_FIELDS]
+
+    def test_a_message_of_the_state_has_each_field_once(self, api):
+        from apps.agent.message_fields import MESSAGE_FIELDS
+
+        started = api.start("hello")
+
+        [message] = api.state(started["conversation_id"])["messages"][:1]
+        assert list(message) == [shown.name for shown in MESSAGE_FIELDS]
