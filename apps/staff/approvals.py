@@ -18,7 +18,7 @@ from django.utils import timezone
 from apps.agent import tools
 from apps.agent.config import tool_by_name
 from apps.runs.models import ToolUsageLog
-from apps.staff.queries import waited
+from apps.staff.queries.words import waited
 from apps.toolsources.resolve import resolved
 
 TEAM = ("staff", "any")

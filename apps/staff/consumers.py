@@ -14,8 +14,8 @@ from apps.conversations import broadcast
 from apps.conversations.broadcast import group_name
 from apps.ledger.identities import persona_name
 from apps.people import presence
-from apps.staff import queries
 from apps.staff.actions import panel_context, staff_identity
+from apps.staff.queries import inspector
 
 TYPING_SHOWN_SECONDS = 5.0  # the customer's page says so every 2.5 s while they type
 
@@ -28,7 +28,7 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
     inspection; each later one brings what changed after the head this socket last sent (the new
     entries and messages, the runs, calls and actions they touched, the small fragments whole), or
     the whole inspection again when that head's log did not verify. The chain is verified once
-    per head (`queries.verified_at`), not per push and socket. Only staff sessions
+    per head (`inspector.verified_at`), not per push and socket. Only staff sessions
     connect (the route is wrapped in the session middleware; the origin check is the router's).
     """
 
@@ -93,7 +93,7 @@ class StaffConversationConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=text)
 
     def _render(self) -> tuple[str | None, int, int | None]:
-        data = queries.inspect_conversation(self.conversation_id, live=True, since=self.shown)
+        data = inspector.inspect_conversation(self.conversation_id, live=True, since=self.shown)
         if data is None:
             return None, 0, None
         # Whose controls the inspector shows: Send reply and Hand back are the holder's.

@@ -17,7 +17,7 @@ def waiting(request: HttpRequest) -> dict:
         return {}
     from apps.staff.actions import panel_context, staff_identity
     from apps.staff.approvals import approvals_count
-    from apps.staff.queries import quarantine_count, unanswered_count, waiting_count
+    from apps.staff.queries.queues import quarantine_count, unanswered_count, waiting_count
 
     me = staff_identity(user)
     presence = cache(lambda: my_presence(me))

@@ -27,7 +27,7 @@ from apps.ledger.identities import persona_name
 from apps.ledger.store import iso
 from apps.runs.machine import RunStatus
 from apps.runs.models import WorkflowLog
-from apps.staff.queries import call_words, last_run
+from apps.staff.queries.words import call_words, last_run
 
 PAGE_SIZE = 50
 LIFECYCLES = ("active", "completed")

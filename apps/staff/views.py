@@ -27,8 +27,11 @@ from apps.conversations.errors import BadInput, WaypointError
 from apps.ledger import replay
 from apps.ops import limits
 from apps.people import presence
-from apps.staff import actions, approvals, listing, queries
+from apps.staff import actions, approvals, listing
 from apps.staff.models import SavedReply
+from apps.staff.queries import admin as admin_queries
+from apps.staff.queries import inspector as inspector_queries
+from apps.staff.queries import queues
 from apps.workspaces import actions as workspace_actions
 
 INSPECTOR = "staff/conversation.html"
@@ -109,7 +112,7 @@ def conversations(request: HttpRequest) -> HttpResponse:
 
 
 def _inspection(conversation_id, *, live: bool = False, since: int | None = None) -> dict:
-    data = queries.inspect_conversation(str(conversation_id), live=live, since=since)
+    data = inspector_queries.inspect_conversation(str(conversation_id), live=live, since=since)
     if data is None:
         raise Http404("no such conversation")
     data["approvals"] = approvals.pending_approvals(conversation_id=str(conversation_id))
@@ -126,7 +129,7 @@ def inspector(request: HttpRequest, conversation_id) -> HttpResponse:
 @staff_only
 @require_GET
 def inspector_live(request: HttpRequest, conversation_id) -> HttpResponse:
-    head = queries.head_seq(str(conversation_id))
+    head = inspector_queries.head_seq(str(conversation_id))
     if head is None:
         raise Http404("no such conversation")
     etag = f'"{head}"'
@@ -222,7 +225,7 @@ def _shown(data) -> int | None:
 
 def _change_control(request: HttpRequest, conversation_id, change, *, refused: str, **after) -> HttpResponse:
     """Make one change of control as the staff member of the request (`change(staff=…)`), then show the inspector."""
-    if queries.head_seq(str(conversation_id)) is None:
+    if inspector_queries.head_seq(str(conversation_id)) is None:
         raise Http404("no such conversation")
     try:
         change(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user), now=timezone.now())
@@ -305,13 +308,13 @@ def waiting(request: HttpRequest) -> HttpResponse:
     if request.GET.get("count"):
         return render(request, "staff/base.html#counts", {"oob": True})
     template = "staff/waiting_live.html" if request.GET.get("live") else "staff/waiting.html"
-    return render(request, template, {"items": queries.waiting_for_a_person()})
+    return render(request, template, {"items": queues.waiting_for_a_person()})
 
 
 @staff_only
 @require_GET
 def quarantine(request: HttpRequest) -> HttpResponse:
-    return render(request, "staff/quarantine.html", {"items": queries.quarantine_queue(), "resolutions": actions.RESOLUTIONS})
+    return render(request, "staff/quarantine.html", {"items": queues.quarantine_queue(), "resolutions": actions.RESOLUTIONS})
 
 
 @staff_only
@@ -324,7 +327,7 @@ def resolve(request: HttpRequest, run_id: str) -> HttpResponse:
             customer_visible=request.POST.get("customer_visible") == "1",
         )
     except WaypointError as exc:
-        items = queries.quarantine_queue()
+        items = queues.quarantine_queue()
         return render(request, "staff/quarantine.html",
                       {"items": items, "resolutions": actions.RESOLUTIONS, "error_run": run_id, "error": exc.message,
                        "note": request.POST.get("note", ""), "result": request.POST.get("result", ""),
@@ -337,8 +340,8 @@ def resolve(request: HttpRequest, run_id: str) -> HttpResponse:
 @staff_only
 @require_GET
 def assistants(request: HttpRequest) -> HttpResponse:
-    return render(request, "staff/assistants.html", {"assistants": queries.assistants(),
-                                                     "audit": queries.recent_audit(prefix="assistant:")})
+    return render(request, "staff/assistants.html", {"assistants": admin_queries.assistants(),
+                                                     "audit": admin_queries.recent_audit(prefix="assistant:")})
 
 
 NEW_CONFIG = """{
@@ -383,11 +386,11 @@ def assistant_new(request: HttpRequest) -> HttpResponse:
 @staff_only
 @require_http_methods(["GET", "POST"])
 def assistant_edit(request: HttpRequest, assistant_id) -> HttpResponse:
-    assistant = queries.assistant_for(assistant_id)
+    assistant = admin_queries.assistant_for(assistant_id)
     if assistant is None:
         raise Http404("no such assistant")
     if request.method == "GET":
-        config_text, origins_text = queries.editable_config(assistant)
+        config_text, origins_text = admin_queries.editable_config(assistant)
         return _assistant_page(request, assistant, config_text=config_text, origins_text=origins_text)
     config_text, origins_text = request.POST.get("config", ""), request.POST.get("allowed_origins", "")
     try:
@@ -404,7 +407,7 @@ def assistant_edit(request: HttpRequest, assistant_id) -> HttpResponse:
 @staff_only
 @require_GET
 def assistant_preview(request: HttpRequest, assistant_id) -> HttpResponse:
-    assistant = queries.assistant_for(assistant_id)
+    assistant = admin_queries.assistant_for(assistant_id)
     if assistant is None:
         raise Http404("no such assistant")
     return render(request, "staff/assistant_preview.html", {"assistant": assistant, "origin": _origin(request)})
@@ -421,8 +424,8 @@ def api_keys(request: HttpRequest) -> HttpResponse:
             created, status = {"key": key, "secret": raw}, 201
         except WaypointError as exc:
             error, status = exc.message, exc.status
-    return render(request, "staff/api_keys.html", {"keys": queries.api_keys(), "created": created, "error": error,
-                                                   "audit": queries.recent_audit(prefix="api_key:")}, status=status)
+    return render(request, "staff/api_keys.html", {"keys": admin_queries.api_keys(), "created": created, "error": error,
+                                                   "audit": admin_queries.recent_audit(prefix="api_key:")}, status=status)
 
 
 @staff_only
@@ -440,7 +443,7 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 @require_GET
 def personas(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()[:300]
-    rows = queries.personas(search=search)
+    rows = admin_queries.personas(search=search)
     for row in rows:
         row["conversations_link"] = reverse("staff:conversations") + "?" + urlencode({"persona": row["persona"]})
     return render(request, "staff/personas.html", {"personas": rows, "q": search})

@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.agent import actions, handoff
 from apps.agent.state import conversation_state
 from apps.conversations import queries
-from apps.staff.queries import waited
+from apps.staff.queries.words import waited
 from tests.conftest import SUPPORT_CONFIG
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]

@@ -10,7 +10,7 @@ from django.urls import reverse
 from apps.agent import actions
 from apps.conversations.models import ChatMessage
 from apps.ledger.models import Event
-from apps.staff import queries
+from apps.staff.queries.inspector import verified_at
 from config.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -162,7 +162,7 @@ class TestLiveSocket:
         sockets = [(await _socket(started["conversation_id"], cookies))[0] for _ in range(2)]
         for communicator in sockets:
             await communicator.receive_from()
-        verified = queries.verified_at.cache_info().misses
+        verified = verified_at.cache_info().misses
 
         await sync_to_async(actions.start_turn)(conversation_id=started["conversation_id"], message="second",
                                                 persona="guest:alice", edge="api", now=clock())
@@ -173,7 +173,7 @@ class TestLiveSocket:
                 seen[-1].append(await communicator.receive_from(timeout=5))
 
         heads = {re.search(r'id="summary"[^>]*data-seq="(\d+)"', push)[1] for pushed in seen for push in pushed}
-        assert queries.verified_at.cache_info().misses - verified == len(heads)
+        assert verified_at.cache_info().misses - verified == len(heads)
         assert sum(len(pushed) for pushed in seen) > len(heads)
         assert all("entries verify" in pushed[-1] for pushed in seen)
         for communicator in sockets:

@@ -7,7 +7,7 @@ from dataclasses import fields
 import pytest
 
 from apps.ledger.types import KINDS
-from apps.staff.queries import UNSUMMARISED, _summary
+from apps.staff.queries.timeline import UNSUMMARISED, _summary
 from apps.webhooks.events import BY_KIND, SILENT
 
 
@@ -30,7 +30,7 @@ def test_a_kind_announces_a_webhook_or_says_it_announces_none(kind):
 def test_a_kind_has_words_on_the_staff_timeline_or_says_its_name_is_enough(kind):
     worded = bool(_summary(kind, sample_payload(kind)))
 
-    assert worded != (kind in UNSUMMARISED), f"{kind}: give it a case in apps/staff/queries.py _summary or list it in UNSUMMARISED"
+    assert worded != (kind in UNSUMMARISED), f"{kind}: give it a case in apps/staff/queries/timeline.py _summary or list it in UNSUMMARISED"
 
 
 def test_the_tables_name_no_kind_that_does_not_exist():
