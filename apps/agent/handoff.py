@@ -4,7 +4,7 @@ Who answers the customer: the agent, nobody yet, or one person (PRODUCT.md "Huma
 Every change of control is an entry of the log, appended under the conversation's row lock, so
 exactly one taker wins and replay shows who held the conversation when. A change that takes control
 from the agent withdraws what a waiting run asked for in the same commit; a running run finds out
-at its next step boundary (`apps/agent/runner.py`) and stops there.
+at its next step boundary (`apps/agent/runner/control.py`) and stops there.
 """
 
 from __future__ import annotations

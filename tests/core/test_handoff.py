@@ -199,7 +199,7 @@ class TestTheAgentFallsSilent:
         # model round. That round's commit must find the head moved and stop, not go on that read.
         with override_settings(WAYPOINT_RUNNER="none"):
             cid = start("refund please", assistant=support)["conversation_id"]
-        real = runner.provider_for
+        real = runner.steps.provider_for
 
         def taken_during_the_round(config):
             provider = real(config)
@@ -212,7 +212,7 @@ class TestTheAgentFallsSilent:
             provider.complete = complete
             return provider
 
-        monkeypatch.setattr(runner, "provider_for", taken_during_the_round)
+        monkeypatch.setattr(runner.steps, "provider_for", taken_during_the_round)
 
         runner.drive(cid)
 
@@ -228,7 +228,7 @@ class TestTheAgentFallsSilent:
         settings.WAYPOINT_RUN_RETRY_SECONDS = 0
         with override_settings(WAYPOINT_RUNNER="none"):
             cid = start("refund please", assistant=support)["conversation_id"]
-        real = runner.provider_for
+        real = runner.steps.provider_for
 
         def taken_then_broken(config):
             provider = real(config)
@@ -240,7 +240,7 @@ class TestTheAgentFallsSilent:
             provider.complete = complete
             return provider
 
-        monkeypatch.setattr(runner, "provider_for", taken_then_broken)
+        monkeypatch.setattr(runner.steps, "provider_for", taken_then_broken)
 
         runner.drive(cid)
 
@@ -264,7 +264,7 @@ class TestTheAgentFallsSilent:
             if boundary == "after_model_round" and not taken:
                 taken.append(handoff.take_control(conversation_id=cid, staff="staff:dana", name="Dana", now=clock()))
 
-        monkeypatch.setattr(runner.faults, "reach", take_over_once)
+        monkeypatch.setattr(runner.steps.faults, "reach", take_over_once)
 
         runner.drive(cid)
 
