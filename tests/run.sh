@@ -18,7 +18,7 @@ echo "Channel layer for multi-process tests: ${REDIS_URL:-redis://127.0.0.1:6379
 export WAYPOINT_TEST_DATABASE="${WAYPOINT_TEST_DATABASE:-test_waypoint_$$_${RANDOM}}"
 # The suite starts a few hundred Python processes (servers, manage.py): with the project's own
 # bytecode compiled first they start in half the time where PYTHONDONTWRITEBYTECODE is set.
-.venv/bin/python -m compileall -q -j 0 apps config tests e2e bench >/dev/null || true
+.venv/bin/python -m compileall -q -j 0 apps config tests e2e bench devservers >/dev/null || true
 .venv/bin/python -m pytest "$@"
 status=$?
 if [ -n "${DATABASE_URL:-}" ] && [[ "$DATABASE_URL" == postgres* ]]; then
@@ -31,7 +31,7 @@ import psycopg
 url, name = sys.argv[1], sys.argv[2]
 with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True, connect_timeout=5) as conn:
     # With it go what start with its name: a parallel run's per-worker databases and the migrated
-    # templates of the server databases (tests/servers.py), if pytest could not drop them.
+    # templates of the server databases (devservers/processes.py), if pytest could not drop them.
     found = conn.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)", [name]).fetchall()
     for (database,) in found:
         conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

@@ -18,6 +18,8 @@ import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
+from devservers.asgi import serve
+
 
 class McpShop:
     def __init__(self, *, token: str = "", delay: float = 0.0, legacy: bool = False) -> None:
@@ -106,19 +108,6 @@ class McpShop:
     def __exit__(self, *exc) -> None:
         self._uvicorn.should_exit = True
         self._thread.join(timeout=5)
-
-
-def serve(app, port: int) -> tuple[uvicorn.Server, threading.Thread]:
-    """Serve an ASGI app on 127.0.0.1:`port` in a thread, once it answers; stop it with `should_exit`."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the MCP server did not start")
-        time.sleep(0.02)
-    return server, thread
 
 
 def _free_port() -> int:
