@@ -11,8 +11,8 @@ import os
 
 import pytest
 
+from bench.conversations import BENCH_CONFIG
 from bench.load import run_load
-from bench.run import BENCH_CONFIG
 from tests.servers import DaphneServer, ServerDatabase
 
 pytestmark = pytest.mark.postgres

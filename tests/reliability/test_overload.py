@@ -14,7 +14,7 @@ import httpx
 import pytest
 from django.test import Client, override_settings
 
-from bench.run import BENCH_CONFIG
+from bench.conversations import BENCH_CONFIG
 from tests.servers import DaphneServer, ServerDatabase
 
 pytestmark = pytest.mark.postgres

@@ -1,7 +1,7 @@
 """
 `make bench ARGS="--only knowledge"`: the help content's search (PRODUCT.md "Knowledge").
 
-* **Retrieval quality.** recall@5 of the evaluation set (bench/knowledge_eval.py: a shop's help
+* **Retrieval quality.** recall@5 of the evaluation set (bench/data/knowledge: a shop's help
   centre and questions written the way customers write, each with the article that answers it):
   for each question, does a passage of its article come in the first five. Keyword search only
   (goal ≥ 0.9); then again with the same articles buried in the 10,000 passages below.
@@ -29,8 +29,9 @@ import tempfile
 import time
 import uuid
 
+from bench.environment import ROOT
 from bench.knowledge_eval import ARTICLES, QUESTIONS
-from bench.run import ROOT, Row, Target
+from bench.report import Row, Target
 
 TARGET_RECALL = "recall@5 ≥ 0.9 on the evaluation set, keyword search only"
 TARGET_INGEST = "1,000 help articles of about 300 words ingested in ≤ 60 s"
@@ -127,7 +128,7 @@ def measure(*, quick: bool) -> dict:
 SQLITE_SCRIPT = """
 import json, sys
 sys.path.insert(0, {root!r})
-from bench.knowledge import measure
+from bench.sections.knowledge import measure
 print("RESULT " + json.dumps(measure(quick={quick!r})))
 """
 

@@ -1,13 +1,7 @@
 """
-`make bench ARGS="--only idle hooklag"`: what a server's background work costs and how it holds up.
-
-idle: the CPU one Daphne process spends a second with nothing to do, with its recovery loop and
-webhook dispatcher running as in production, against the same process with both off (the floor
-of Daphne and Django alone), measured in one run.
-
-hooklag: a healthy webhook endpoint's lag (commit of a delivery to the receiver's first byte)
-alone, and beside four endpoints that accept a connection and never answer, each kept fed with
-due deliveries, so every one of them always has an attempt hanging until its deadline.
+`make bench ARGS="--only hooklag"`: a healthy webhook endpoint's lag (commit of a delivery to the
+endpoint's first byte) alone, and beside four endpoints that accept a connection and never answer,
+each kept fed with due deliveries, so every one of them always has an attempt hanging until its deadline.
 """
 
 from __future__ import annotations
@@ -15,36 +9,43 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-IDLE_SETTLE_SECONDS = 5
+from bench.environment import serve
+
 HANGING_ENDPOINTS = 4
 
 
-def section_idle(report, database, *, quick: bool) -> None:
-    from bench.proc import process_cpu
-    from bench.run import Row, serve
+class _Answering:
+    """A healthy endpoint: answers every delivery at once and keeps the count."""
 
-    seconds = 20 if quick else 60
-    production = {"WAYPOINT_RECOVERY_INTERVAL_SECONDS": "1", "WAYPOINT_HOUSEKEEPING_INTERVAL_SECONDS": "15"}
-    figures = {}
-    for label, env in (
-        ("Waypoint, recovery loop and webhook dispatcher running", production),
-        ("floor: the same process with both off", {**production, "WAYPOINT_RUNNER": "inline", "WAYPOINT_WEBHOOK_WORKERS": "0"}),
-    ):
-        server = serve(database, env)
-        try:
-            time.sleep(IDLE_SETTLE_SECONDS)
-            cpu, began = process_cpu(server.proc.pid), time.monotonic()
-            time.sleep(seconds)
-            per_second = (process_cpu(server.proc.pid) - cpu) / (time.monotonic() - began) * 1000
-        finally:
-            server.stop()
-        figures[label] = per_second
-        report.rows.append(Row("idle", f"idle CPU per process: {label}", note=f"{per_second:.2f} ms CPU a second over {seconds} s"))
-    waypoint, floor = figures.values()
-    report.figures["idle_cpu_ms"] = waypoint
-    report.notes.append(f"idle: {waypoint:.2f} ms of CPU a second per process, the floor {floor:.2f} (goal ≤ 2 ms)")
-    print(report.notes[-1])
+    def __init__(self) -> None:
+        self.deliveries: list[str] = []  # each delivery's path, in the order they came
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                endpoint.deliveries.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class _Hanging:
@@ -76,25 +77,24 @@ class _Hanging:
 def section_hooklag(report, database, *, quick: bool) -> None:
     from apps.webhooks import endpoints
     from apps.webhooks.models import WebhookEndpoint
-    from bench.run import serve
-    from tests.fakes.receiver import Receiver
 
     samples = 10 if quick else 30
     # Subscribed to a type no other section causes: these endpoints only get what is sent here.
     quiet = ["handoff.timed_out"]
     hanging = [_Hanging() for _ in range(HANGING_ENDPOINTS)]
+    receiver = _Answering()
     server = serve(database, {"WAYPOINT_WEBHOOK_ALLOW_PRIVATE": "1"})
     made: list[WebhookEndpoint] = []
     try:
-        with Receiver() as receiver:
-            healthy = endpoints.create(url=receiver.url, events=quiet)
-            made.append(healthy)
-            alone = _lags(receiver, healthy, samples, feed=[])
-            stuck = [endpoints.create(url=h.url, events=quiet) for h in hanging]
-            made += stuck
-            beside = _lags(receiver, healthy, samples, feed=stuck)
-            opened = sum(len(h.held) for h in hanging)
+        healthy = endpoints.create(url=receiver.url, events=quiet)
+        made.append(healthy)
+        alone = _lags(receiver, healthy, samples, feed=[])
+        stuck = [endpoints.create(url=h.url, events=quiet) for h in hanging]
+        made += stuck
+        beside = _lags(receiver, healthy, samples, feed=stuck)
+        opened = sum(len(h.held) for h in hanging)
     finally:
+        receiver.close()
         server.stop()
         for h in hanging:
             h.close()

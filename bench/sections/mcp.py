@@ -2,10 +2,11 @@
 `make bench ARGS="--only mcp"`: what an MCP read call adds to a turn, against an `echo` tool on the same turn shape.
 
 Both assistants run the bench's turn (one tool round, then a reply); one tool is the built-in
-`echo` action, the other a read-only tool of a real MCP server on this machine (built with the `mcp`
-package). Their turns are interleaved, so both see the same machine at the same moments. The floor
-is the MCP call itself, made with Waypoint's client outside any turn: what the protocol costs
-(a connection, the handshake, one `tools/call`) before Waypoint records anything.
+`echo` action, the other the read-only `lookup_order` of the demo shop's MCP server (`manage.py
+demo_mcp`, built with the `mcp` package), served in a thread of this process. Their turns are
+interleaved, so both see the same machine at the same moments. The floor is the MCP call itself,
+made with Waypoint's client outside any turn: what the protocol costs (a connection, the
+handshake, one `tools/call`) before Waypoint records anything.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import statistics
 import time
 
-from bench.run import Row
+from bench.report import Row
+from devservers.asgi import serve
+from devservers.processes import free_port
 
 TURN = [{"call": "lookup", "arguments": {"order_id": "A-1"}}, {"say": "Done: {result}"}]
 
@@ -26,12 +29,16 @@ def section_mcp(report, *, quick: bool) -> None:
     from apps.agent.actions import create_assistant
     from apps.toolsources import actions as sources
     from apps.toolsources import client
-    from tests.fakes.mcp_shop import McpShop
+    from apps.toolsources.demo import demo_server
 
     settings.WAYPOINT_TOOL_SOURCES_ALLOW_PRIVATE = True
     n = 20 if quick else 100
-    with McpShop() as shop:
-        source = sources.create_source(name="Bench shop", url=shop.url)
+    calls: list[int] = []
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    shop, thread = serve(_counting(demo_server().streamable_http_app(), calls), port)
+    try:
+        source = sources.create_source(name="Bench shop", url=url)
         rules = {"provider": "scripted", "rules": [{"match": "order", "steps": TURN}], "fallback": [{"say": "ok"}]}
         echo = create_assistant(config={"name": "Bench echo", "model": rules,
                                         "tools": [{"name": "lookup", "kind": "server", "action": "echo"}]})
@@ -51,9 +58,12 @@ def section_mcp(report, *, quick: bool) -> None:
             echo_times.append(turn(echo, i))
             mcp_times.append(turn(mcp, i))
             began = time.perf_counter()
-            client.call_tool(shop.url, {}, "lookup_order", {"order_id": "A-1"}, key=f"bench:{i}")
+            client.call_tool(url, {}, "lookup_order", {"order_id": "A-1"}, key=f"bench:{i}")
             floor.append(time.perf_counter() - began)
-        assert len(shop.of("lookup_order")) == 3 + 2 * n, "every MCP turn and floor call reached the server once"
+        assert len(calls) == 3 + 2 * n, "every MCP turn and floor call reached the server once"
+    finally:
+        shop.should_exit = True
+        thread.join(timeout=5)
     echo_row = report.latency_row("mcp", "Turn with an echo tool round (conversation start + reply)", echo_times)
     mcp_row = report.latency_row("mcp", "The same turn with an MCP read tool round", mcp_times)
     floor_row = report.latency_row("mcp", "Floor: one MCP tools/call alone (connect, handshake, call)", floor)
@@ -64,3 +74,19 @@ def section_mcp(report, *, quick: bool) -> None:
                                 f"{added - floor_row.p50_ms:+.1f} ms ({statistics.median(mcp_times) / statistics.median(echo_times):.2f}× the echo turn)"))
     print(f"mcp: echo turn p50 {echo_row.p50_ms:.1f} ms, MCP turn p50 {mcp_row.p50_ms:.1f} ms, "
           f"added {added:.1f} ms, MCP call alone {floor_row.p50_ms:.1f} ms", flush=True)
+
+
+def _counting(app, calls: list[int]):
+    """`app`, noting each `tools/call` request it is sent in `calls`."""
+
+    async def counted(scope, receive, send):
+        async def received():
+            message = await receive()
+            if message["type"] == "http.request" and b'"tools/call"' in message.get("body", b""):
+                calls.append(1)
+            return message
+
+        await app(scope, received, send)
+
+    return counted
+

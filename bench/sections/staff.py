@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import re
 
+from bench.conversations import bench_assistant, new_conversation, ten_thousand_events
+from bench.measure import timed
+
 SHOWN = re.compile(r'name="shown" value="(\d*)"')
 
 
@@ -21,7 +24,6 @@ def section_staff(report, *, quick: bool) -> None:
 
     from apps.agent import actions
     from apps.conversations.models import Conversation
-    from bench.run import bench_assistant, new_conversation, ten_thousand_events, timed
 
     assistant = bench_assistant()
     short = new_conversation(assistant)
