@@ -132,7 +132,7 @@ def _converted(value: Any, db, *, steps: list, col: Any) -> Any:
     return value
 
 
-# Between the statements of one query text (bench/run.py counts statements by it).
+# Between the statements of one query text, which PostgreSQL runs in turn, each with its own result.
 STATEMENT_SEPARATOR = ";\n"
 
 
