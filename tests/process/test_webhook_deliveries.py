@@ -111,13 +111,19 @@ def test_two_servers_share_the_outbox_and_send_each_event_once(database):
     assert all(r["attempts"] == 1 for r in outbox(rows)), json.dumps(outbox(rows), default=str)
 
 
+def listening(rows: Rows) -> bool:
+    """Whether a server listens for the outbox's commits: a session of the database whose last statement was the LISTEN."""
+    return bool(rows._all("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN waypoint_webhooks'"))
+
+
 def test_a_commit_in_another_process_wakes_an_idle_server_at_once(database):
     with Receiver() as receiver:
         probe.run(database, "webhook_endpoint", url=receiver.url, events=["conversation.started"])
         # It looks by itself only once a minute: what it sends before then, a commit woke it for.
         server = DaphneServer(database, env={"WAYPOINT_WEBHOOK_POLL_SECONDS": "60"}).start()
         try:
-            time.sleep(1)  # past its first look, into its sleep
+            # It looks as it loads and right after its LISTEN; the commit below, another process's, comes seconds later.
+            wait_for(lambda: listening(Rows(database.url)), timeout=10, what="the server to listen for commits")
             probe.run(database, "lab", config=CHATTY, conversations=1, message="hello")
 
             wait_for(lambda: len(receiver.deliveries) == 1, timeout=15, what="the delivery, long before the next look")
