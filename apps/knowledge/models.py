@@ -48,8 +48,9 @@ class Passage(models.Model):
     A few hundred words of one version of a source, under one heading (`anchor`, "" for none).
 
     `title` is the source's title, copied so that ranking weighs it without a join. The keyword
-    index over title, anchor and text is the database's own (migration 0002): a generated
-    tsvector with a GIN index on PostgreSQL, an FTS5 table kept by triggers on SQLite.
+    index over title, anchor and text is the database's own, kept by triggers: on PostgreSQL a
+    generated tsvector (migration 0002) whose terms are postings with BM25 weights (0003), on
+    SQLite an FTS5 table (0002).
     """
 
     id = models.BigAutoField(primary_key=True)

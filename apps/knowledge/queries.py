@@ -64,16 +64,21 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
         return []
     db = database()
     vendor = db.vendor
-    if vendor == "postgresql":
-        params: list[Any] = [" or ".join(words)]
-    else:
-        params = [" OR ".join(f'"{word}"' for word in words)]
+    keys = None
     if sources is not None:
         keys = [key for key in map(parse_id, sources) if key is not None]
         if not keys:
             return []
-        params.append([str(k) for k in keys] if vendor == "postgresql" else json.dumps([k.hex for k in keys]))
-    params.append(limit)
+    if vendor == "postgresql":
+        params: list[Any] = [words]
+        if keys is not None:
+            params.append([str(k) for k in keys])
+        params += [limit + statements.SLACK, limit]
+    else:
+        params = [" OR ".join(f'"{word}"' for word in words)]
+        if keys is not None:
+            params.append(json.dumps([k.hex for k in keys]))
+        params.append(limit)
     with db.cursor() as cursor:
         cursor.execute(statements.search(vendor, only=sources is not None), params)
         rows = cursor.fetchall()
