@@ -83,7 +83,8 @@ def test_two_servers_resolve_each_approval_once():
             for seed in seeds:
                 wait_for(lambda cid=seed["conversation_id"]: rows.messages(cid)[-1]["role"] == "assistant",
                          timeout=RECOVERY_LIMIT + 5, what="every approval to expire and its turn to end")
-            time.sleep(1.5)  # both clocks pass again: neither may resolve anything twice
+            # Both clocks pass again: neither may resolve anything twice. A pass that finds nothing leaves no trace.
+            time.sleep(1.5)
         finally:
             for server in servers:
                 server.kill()

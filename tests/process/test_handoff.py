@@ -27,7 +27,10 @@ from tests.servers import DaphneServer, ServerDatabase
 pytestmark = pytest.mark.postgres
 
 RECOVERY_LIMIT = 10.0  # PRODUCT.md "Fault injection": recovery finishes on its own within 10 s of a restart
-QUIET = 1.5  # how long a stopped run is watched for a step it must not take
+# How long a stopped run is watched for a step it must not take. Nothing marks the moment such a step
+# would have come: the run's last entry gives its lease up in the same commit, and neither the end of a
+# drive nor a recovery pass that finds nothing leaves a trace to wait for.
+QUIET = 1.5
 
 
 def handoff_lab(webhook_url: str) -> dict[str, Any]:

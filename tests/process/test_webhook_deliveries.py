@@ -100,7 +100,8 @@ def test_two_servers_share_the_outbox_and_send_each_event_once(database):
             for server in servers:
                 server.wait_ready()
             wait_for(lambda: all(r["status"] == "delivered" for r in outbox(rows)), timeout=60, what="every delivery")
-            time.sleep(1)  # room for a second send of anything, were one to come
+            # Room for a second send of anything, were one to come: an attempt whose claim lapsed is on no record.
+            time.sleep(1)
         finally:
             for server in servers:
                 server.stop()
