@@ -9,6 +9,7 @@ from typing import Any
 from apps.knowledge import statements
 from apps.knowledge.models import Source, passage_id
 from apps.knowledge.passages import terms
+from apps.knowledge.spelling import correctable, corrections
 from apps.ledger.sql import database
 
 MAX_LIMIT = 50
@@ -53,8 +54,10 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
     Find the passages that best answer a customer's question, best first.
 
     Keyword ranking on the question's terms without its stop words and question words, any of
-    which may match (docs/knowledge.md, "Search"). Only current versions of live, ready sources;
-    `sources` keeps to those ids (None: all; ids that name no source match nothing). One statement.
+    which may match (docs/knowledge.md, "Search"); a word no passage holds is searched as the
+    index's terms within one edit of it (a misspelling). Only current versions of live, ready
+    sources; `sources` keeps to those ids (None: all; ids that name no source match nothing). One
+    statement for the misspellings, one for the search.
     Each passage is the contract's: `passage_id`, `source_id`, `title`, `version`, `text`, `score`,
     and `url` and `anchor` when it has them.
     """
@@ -69,13 +72,16 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
         keys = [key for key in map(parse_id, sources) if key is not None]
         if not keys:
             return []
+    words, fixed = _spelt(db, words)
+    if not words and not fixed:
+        return []
     if vendor == "postgresql":
-        params: list[Any] = [words]
+        params: list[Any] = [words, fixed]
         if keys is not None:
             params.append([str(k) for k in keys])
         params += [limit + statements.SLACK, limit]
     else:
-        params = [" OR ".join(f'"{word}"' for word in words)]
+        params = [" OR ".join(f'"{word}"' for word in [*words, *fixed])]
         if keys is not None:
             params.append(json.dumps([k.hex for k in keys]))
         params.append(limit)
@@ -83,6 +89,30 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
         cursor.execute(statements.search(vendor, only=sources is not None), params)
         rows = cursor.fetchall()
     return [_passage(row) for row in rows]
+
+
+def _spelt(db, words: list[str]) -> tuple[list[str], list[str]]:
+    """The words some passage holds, and the index's terms found for the others (apps/knowledge/spelling.py)."""
+    asked = [w for w in words if correctable(w)]
+    if not asked:
+        return words, []
+    vocabularies: dict[str, list[tuple[str, int]]] = {}
+    with db.cursor() as cursor:
+        if db.vendor == "postgresql":
+            cursor.execute(statements.UNKNOWN_POSTGRES, [asked])
+            for word, term, held in cursor.fetchall():
+                vocabularies.setdefault(word, []).append((term, held))
+        else:
+            cursor.execute(statements.UNKNOWN_SQLITE, [json.dumps(asked)])
+            for (word,) in cursor.fetchall():
+                cursor.execute(statements.VOCABULARY_SQLITE, [word[0], chr(ord(word[0]) + 1)])
+                vocabularies[word] = cursor.fetchall()
+    if not vocabularies:
+        return words, []
+    fixed: list[str] = []
+    for word, vocabulary in vocabularies.items():
+        fixed += [term for term in corrections(word, vocabulary) if term not in fixed]
+    return [w for w in words if w not in vocabularies], fixed
 
 
 def _passage(row: tuple) -> dict[str, Any]:

@@ -32,10 +32,13 @@ SLACK = 10
 TABLES = {"p": Passage, "s": Source}
 _COLUMNS = "p.{p.id}, p.{p.source_id}, p.{p.version}, p.{p.ordinal}, p.{p.title}, p.{p.anchor}, p.{p.text}, s.{s.url}"
 
-# Parameters: the question's words, [the source ids], the limit + SLACK, the limit.
+# Parameters: the question's words, corrections (terms as the index holds them), [the source ids],
+# the limit + SLACK, the limit.
 _POSTGRES = f"""
 WITH question (term) AS (
-    SELECT DISTINCT v.lexeme FROM unnest(%s::text[]) AS w (word) CROSS JOIN LATERAL unnest(to_tsvector('english', w.word)) AS v
+    SELECT v.lexeme FROM unnest(%s::text[]) AS w (word) CROSS JOIN LATERAL unnest(to_tsvector('english', w.word)) AS v
+    UNION
+    SELECT unnest(%s::text[])
 ),
 corpus (n) AS (
     SELECT greatest(coalesce(sum(s.{{s.chunks}}), 0), 1)::float8 FROM {{s}} AS s
@@ -78,6 +81,22 @@ ORDER BY score DESC, p.{{p.id}}
 LIMIT %s
 """
 
+# The misspelling candidates (apps/knowledge/spelling.py). PostgreSQL, in one statement: for each
+# of the question's words none of whose terms a passage holds, the terms starting with its letter.
+UNKNOWN_POSTGRES = """
+SELECT w.word, k.term, k.passages
+FROM unnest(%s::text[]) AS w (word)
+JOIN knowledge_term_counts AS k ON k.term >= left(w.word, 1) AND k.term < chr(ascii(left(w.word, 1)) + 1)
+WHERE NOT EXISTS (SELECT FROM unnest(to_tsvector('english', w.word)) AS v JOIN knowledge_term_counts AS h ON h.term = v.lexeme)
+"""
+# SQLite, in two: the words no passage holds (FTS5 stems them as it stems the passages), then the
+# index's terms from one letter up to the next, from FTS5's own vocabulary (migration 0004).
+UNKNOWN_SQLITE = """
+SELECT j.value FROM json_each(%s) AS j
+WHERE NOT EXISTS (SELECT 1 FROM knowledge_passage_fts WHERE knowledge_passage_fts MATCH '"' || j.value || '"')
+"""
+VOCABULARY_SQLITE = "SELECT term, doc FROM knowledge_passage_vocab WHERE term >= %s AND term < %s"
+
 _ONLY = {
     "postgresql": ("AND t.source_id = ANY(%s::uuid[])", ""),
     "sqlite": ("", "AND s.{s.id} IN (SELECT value FROM json_each(%s))"),
@@ -89,8 +108,8 @@ def search(vendor: str, *, only: bool) -> str:
     """
     The search statement's text on `vendor`.
 
-    PostgreSQL's parameters: the question's terms (a list), [the source ids to keep to, with
-    `only`], the limit + SLACK, the limit. SQLite's: the FTS5 query, [the source ids as JSON], the limit.
+    PostgreSQL's parameters: the question's words (a list), corrections (terms, a list), [the source
+    ids to keep to, with `only`], the limit + SLACK, the limit. SQLite's: the FTS5 query, [the source ids as JSON], the limit.
     """
     template = {"postgresql": _POSTGRES, "sqlite": _SQLITE}[vendor]
     only_terms, only_passages = _ONLY[vendor] if only else ("", "")

@@ -41,6 +41,8 @@ out = {
     "parcel": search("How do I track my parcel?"),
     "stop_words_only": search("how do I do that?"),
     "only_shipping": search("return delivery", sources=[ids["Shipping"]]),
+    "misspelt": search("how do I retrun my jakcet"),
+    "spelt": search("how do I return my jacket"),
 }
 actions.replace_source(source_id=ids["Payments"], upload=upload("Payments", "## Cards\n\nWe take only Visa now."), now=now)
 out["after_put"] = search("visa mastercard paypal")
@@ -89,6 +91,11 @@ def test_stop_words_and_question_words_do_not_decide_the_ranking(on_sqlite):
     assert on_sqlite["parcel"][0]["anchor"] == "Tracking a parcel"
     assert all(p["title"] != "Chatter" for p in on_sqlite["parcel"])
     assert on_sqlite["stop_words_only"] == []
+
+
+def test_a_misspelt_question_finds_the_passage_the_right_spelling_finds(on_sqlite):
+    assert on_sqlite["misspelt"][0]["title"] == "Returns"
+    assert on_sqlite["misspelt"][0]["anchor"] == on_sqlite["spelt"][0]["anchor"]
 
 
 def test_a_passage_is_the_contracts_passage_with_a_score_in_0_1(on_sqlite):
