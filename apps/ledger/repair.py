@@ -18,7 +18,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from apps.ledger import chain, store
+from apps.ledger import chain, compiler, store
 from apps.ledger.keys import signing_key, verification_keys
 from apps.ledger.models import Event
 from apps.ledger.projection import Change, Folded
@@ -205,7 +205,7 @@ def rebuild_stores(*, conversation_id: str, events: list[Recorded]) -> None:
     rows = fold(cid, events).rows
     [conversation] = rows[head].values()
     partition.objects.filter(id=cid).update(
-        **{name: store._db_value(partition._meta.get_field(name), v) for name, v in conversation.items() if name != "id"}
+        **{name: compiler.db_value(partition._meta.get_field(name), v) for name, v in conversation.items() if name != "id"}
     )
     for name, model in store.MODELS.items():
         if name != head:
@@ -213,4 +213,4 @@ def rebuild_stores(*, conversation_id: str, events: list[Recorded]) -> None:
     for name, table in rows.items():
         if name != head:
             for key, row in table.items():
-                store._apply(cid, Change(name, key, create=row))
+                compiler.apply(cid, Change(name, key, create=row))

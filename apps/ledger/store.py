@@ -9,9 +9,8 @@ schedule the broadcast of the head they committed.
 The log knows no app: the row that holds a partition's head is the one `Event.conversation`
 points at, and the table of the writer's lease is named by the app that owns it (`fence_with`).
 
-The write is plain SQL compiled from the projection's changes, not the ORM: a turn appends a dozen
-times, and building ORM queries cost more CPU than PostgreSQL spent committing them. On
-PostgreSQL the statements of one append travel in one round trip, as one query text.
+The write is plain SQL compiled from the projection's changes (`compiler`), not the ORM. On
+PostgreSQL the statements of one append travel in one round trip, as one query text (`sql.together`).
 """
 
 from __future__ import annotations
@@ -19,13 +18,12 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from functools import cache
-from typing import Any
 
 import rfc8785
-from django.db import DatabaseError, IntegrityError, connection, models, transaction
-from django.utils import timezone
+from django.db import IntegrityError, connection, models, transaction
 
-from apps.ledger import chain, sql
+from apps.ledger import chain, compiler, sql
+from apps.ledger.compiler import head_store, partition_model
 from apps.ledger.keys import signing_key
 from apps.ledger.models import Event
 from apps.ledger.projection import Change, projector
@@ -34,17 +32,6 @@ from apps.ledger.types import EventKind, Recorded
 # The registered stores' models and key fields, by store name (filled by the apps' ready()).
 MODELS: dict[str, type[models.Model]] = projector.models
 KEYS: dict[str, tuple[str, ...]] = projector.keys
-
-
-def partition_model() -> type[models.Model]:
-    """The model whose row is a partition: it holds the log head, and every entry hangs on it."""
-    return Event._meta.get_field("conversation").related_model
-
-
-@cache
-def head_store() -> str:
-    """The store name of the partition's own row (its projection is updated with the head)."""
-    return projector.store_of(partition_model())
 
 
 _fence: list[type[models.Model]] = []
@@ -198,14 +185,14 @@ def _write(
         rows.append((seq, body.kind, turn_id, text, actor, digest, prev, key.sign(digest), key.key_id))
         recorded.append(Recorded(seq=seq, kind=body.kind, turn_id=turn_id, actor=actor, created_at=created_at, payload=payload))
         prev = digest
-    writes = _Writes(cid)
+    writes = compiler.Writes(cid)
     writes.events(rows, now)
-    gathered = _Gathered(writes)
+    gathered = compiler.Gathered(writes)
     for rec in recorded:
         for change in projector.changes(cid, rec):
             gathered.add(change)
-    gathered.close(Change(writes.head, (cid,), set={"head_seq": seq, "head_hash": prev}),
-                   moved_from=head if fence else None, fence=fence)
+    gathered.close(Change(head_store(), (cid,), set={"head_seq": seq, "head_hash": prev}),
+                   guard=_unmoved(writes, head, fence) if fence else None)
     for announcer in projector.announcers:
         writes.statements += [(text, params, None) for text, params in announcer(cid, recorded)]
     writes.statements += [(statement.text, statement._values(values, writes.db), None) for statement, values in then]
@@ -216,6 +203,17 @@ def _write(
             raise
         raise HeadMoved(cid) from None  # an entry took the seq this one assumed
     return recorded, (seq, prev)
+
+
+def _unmoved(writes: compiler.Writes, head: tuple[int, str], fence: tuple[str, int]) -> compiler.Guard:
+    """What the head update of an optimistic append checks: the head is still `head` and the lease `fence` holds."""
+    lease_table = sql.table(lease_model())
+    return (
+        f" AND head_seq = %s AND head_hash = %s AND EXISTS (SELECT 1 FROM {lease_table.name}"
+        " WHERE conversation_id = %s AND holder = %s AND version = %s)",
+        [*head, lease_table.value("conversation_id", writes.cid, writes.db), *fence],
+        HeadMoved(writes.cid),
+    )
 
 
 @cache
@@ -244,339 +242,6 @@ def _lock_head(cid: str, lease: tuple[str, int] | None, known: tuple[int, str] |
     if not fenced:
         raise LeaseLost(cid)
     return known if known is not None else (head_seq, head_hash)
-
-
-# --- compiled writes -------------------------------------------------------------------------------
-
-
-class _Gathered:
-    """
-    The changes of one append, those of one row merged into one statement where the result is the same.
-
-    An append's entries often change one row twice: a tool call's row is inserted as it starts and
-    updated as it finishes, and a run's row takes the progress of both. Changes of a row merge while
-    they touch different columns or do the same to one (set: the later value; incr: the sum; append:
-    the items in order); otherwise every change gathered so far is written first, in the order they
-    came. Statements on different rows never read each other's, so a merged change may go ahead
-    of those that came between. The conversation's own row goes last, on its head update.
-    """
-
-    def __init__(self, writes: _Writes):
-        self.writes = writes
-        self.own = (writes.head, (writes.cid,))
-        self.pending: dict[tuple[str, tuple], Change] = {}
-
-    def add(self, change: Change) -> None:
-        key = (change.store, tuple(str(part) for part in change.key))
-        if key == self.own and change.create is not None:
-            # The conversation's row made by this append: written in its place, before the rows that refer to it.
-            self.flush(own=True)
-            self.writes.change(change)
-            return
-        earlier = self.pending.get(key)
-        merged = change if earlier is None else _merged(earlier, change)
-        if merged is None:
-            self.flush(own=key == self.own)
-            merged = change
-        self.pending[key] = merged
-
-    def flush(self, *, own: bool) -> None:
-        """Write what is gathered (`own`: the conversation's row too, last)."""
-        mine = self.pending.pop(self.own, None)
-        for change in self.pending.values():
-            self.writes.change(change)
-        self.pending = {}
-        if mine is not None:
-            if own:
-                self.writes.change(mine)
-            else:
-                self.pending[self.own] = mine
-
-    def close(self, head: Change, *, moved_from: tuple[int, str] | None, fence: tuple[str, int] | None) -> None:
-        """Write the rest, the conversation's row with the new `head` (with `moved_from`: only if its head is still that)."""
-        mine = self.pending.get(self.own)
-        last = head if mine is None else _merged(mine, head)
-        if last is None:
-            self.flush(own=True)
-            last = head
-        else:
-            self.pending.pop(self.own, None)
-            self.flush(own=False)
-        self.writes.update_own_row(last, moved_from=moved_from, fence=fence)
-
-
-def _merged(earlier: Change, later: Change) -> Change | None:
-    """One change doing what `earlier` then `later` do to the same row, or None when they do not merge."""
-    if later.create is not None:
-        return None
-    if earlier.create is not None:
-        if later.incr or later.append or later.discard:
-            return None
-        return Change(earlier.store, earlier.key, create={**earlier.create, **later.set})
-    if earlier.discard or later.discard:
-        return None
-
-    def columns(change: Change) -> dict[str, str]:
-        found = {name: "set" for name in change.set}
-        found.update((name.split(".", 1)[0], "incr." if "." in name else "incr") for name in change.incr)
-        found.update((name, "append") for name in change.append)
-        return found
-
-    mine, theirs = columns(earlier), columns(later)
-    if any(mine[name] != theirs[name] for name in mine.keys() & theirs.keys()):
-        return None
-    return Change(
-        earlier.store, earlier.key,
-        set={**earlier.set, **later.set},
-        incr={name: earlier.incr.get(name, 0) + later.incr.get(name, 0) for name in {**earlier.incr, **later.incr}},
-        append={name: _Items([*_items(earlier.append, name), *_items(later.append, name)])
-                for name in {**earlier.append, **later.append}},
-    )
-
-
-class _Items(list):
-    """The items of appends to one JSON list that were merged: appended in order by one assignment."""
-
-
-def _items(append: dict[str, Any], name: str) -> list:
-    if name not in append:
-        return []
-    item = append[name]
-    return list(item) if isinstance(item, _Items) else [item]
-
-
-class _Writes:
-    """The statements of one append, run together at the end and checked row by row."""
-
-    def __init__(self, conversation_id: str):
-        self.cid = conversation_id
-        self.head = head_store()
-        self.db = sql.database()
-        self.pg = self.db.vendor == "postgresql"
-        # sql, params, and what to raise unless it updates exactly one row (None: no check)
-        self.statements: list[tuple[str, list[Any], Exception | None]] = []
-
-    def events(self, rows: list[tuple], now: datetime) -> None:
-        table = sql.table(Event)
-        cid, at = table.value("conversation_id", self.cid, self.db), table.value("created_at", now, self.db)
-        columns = "conversation_id, seq, kind, turn_id, payload, actor, created_at, hash, prev_hash, signature, key_id"
-        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
-        params = [v for seq, kind, tid, text, actor, digest, prev, sig, kid in rows
-                  for v in (cid, seq, kind, tid, text, actor, at, digest, prev, sig, kid)]
-        self.statements.append((f"INSERT INTO {table.name} ({columns}) VALUES {values}", params, None))
-
-    def update_own_row(
-        self, own: Change, *, moved_from: tuple[int, str] | None = None, fence: tuple[str, int] | None = None
-    ) -> None:
-        """Update the conversation row; with `moved_from`, only if its head is still that and `fence` holds."""
-        guard: tuple[str, list[Any], Exception] | None = None
-        if moved_from is not None and fence is not None:
-            lease_table = sql.table(lease_model())
-            guard = (
-                f" AND head_seq = %s AND head_hash = %s AND EXISTS (SELECT 1 FROM {lease_table.name}"
-                " WHERE conversation_id = %s AND holder = %s AND version = %s)",
-                [*moved_from, lease_table.value("conversation_id", self.cid, self.db), *fence],
-                HeadMoved(self.cid),
-            )
-        self.change(own, guard=guard)
-
-    def change(self, change: Change, *, guard: tuple[str, list[Any], Exception] | None = None) -> None:
-        table = sql.table(MODELS[change.store])
-        if change.create is not None:
-            self._insert(table, change)
-            return
-        overlap = {*change.append, *change.discard} & {*change.set, *(n.split(".")[0] for n in change.incr)}
-        if overlap or change.append.keys() & change.discard.keys():
-            raise ValueError(f"a change of {change.store} both sets and adds to or removes from {sorted(overlap)}")
-        dialect = _PG_JSON if self.pg else _SQLITE_JSON
-        assignments: list[str] = []
-        params: list[Any] = []
-        for name, value in change.set.items():
-            assignments.append(f"{table.column(name)} = %s")
-            params.append(table.value(name, value, self.db))
-        nested: dict[str, tuple[str, list[Any]]] = {}  # a JSON column's counters, one assignment each
-        for name, n in change.incr.items():
-            if "." in name:
-                outer, inner = name.split(".", 1)
-                column = table.column(outer)
-                expression, values = nested.get(outer, (column, []))
-                nested[outer] = (dialect["incr"].format(expression=expression, column=column), [*values, inner, inner, n])
-            else:
-                assignments.append(f"{table.column(name)} = {table.column(name)} + %s")
-                params.append(n)
-        for outer, (expression, values) in nested.items():
-            assignments.append(f"{table.column(outer)} = {expression}")
-            params += values
-        for name in change.append:
-            items = _items(change.append, name)
-            if self.pg:
-                assignments.append(f"{table.column(name)} = {dialect['append'].format(column=table.column(name))}")
-                params.append(table.value(name, items, self.db))
-            else:
-                pairs = ", ".join(["'$[#]', json(%s)"] * len(items))
-                assignments.append(f"{table.column(name)} = {dialect['append'].format(column=table.column(name), items=pairs)}")
-                params += [_json_text(one) for one in items]
-        for name, item in change.discard.items():
-            assignments.append(f"{table.column(name)} = {dialect['discard'].format(column=table.column(name))}")
-            params.append(_json_text(item))
-        where, key_params = self._where(table, change)
-        missing: Exception = ValueError(f"{change.store} {change.key} does not exist")
-        if guard is not None:
-            where, key_params, missing = where + guard[0], key_params + guard[1], guard[2]
-        self.statements.append((f"UPDATE {table.name} SET {', '.join(assignments)} WHERE {where}", params + key_params, missing))
-
-    def _insert(self, table: sql.Table, change: Change) -> None:
-        # What saving a new model instance would write, without making one: the given values, each
-        # field's default for the others, the time for auto_now fields (a turn inserts a dozen rows).
-        values = {table.fields[name].attname: v for name, v in change.create.items()}
-        if change.store != self.head:
-            values["conversation_id"] = self.cid
-        names, params = [], []
-        for field, attname, automatic, stamped in _insert_fields(table.model):
-            if attname in values:
-                value = _db_value(field, values[attname])
-            elif automatic:
-                continue
-            else:
-                value = field.get_default()
-            if stamped:
-                value = timezone.now()
-            names.append(attname)
-            params.append(field.get_db_prep_save(value, self.db))
-        self.statements.append((_insert_text(table.model, tuple(names)), params, None))
-
-    def _where(self, table: sql.Table, change: Change) -> tuple[str, list[Any]]:
-        names = KEYS[change.store]
-        return (
-            " AND ".join(f"{table.column(n)} = %s" for n in names),
-            [table.value(n, v, self.db) for n, v in zip(names, change.key, strict=True)],
-        )
-
-    def run(self, *, commit: bool = False) -> None:
-        """
-        Send the statements gathered so far (`commit`: as one implicit transaction, see `commit_optimistic`).
-
-        :raises ValueError, HeadMoved: an update found no row
-        """
-        statements, self.statements = self.statements, []
-        if commit:
-            _committed_together(self.db, statements)
-            return
-        if not statements:
-            return
-        if self.pg and len(statements) > 1:
-            counts = _together(self.db, statements)
-        else:
-            counts = []
-            with self.db.cursor() as cursor:
-                for sql, params, _ in statements:
-                    cursor.execute(sql, params)
-                    counts.append(cursor.rowcount)
-        for (_, _, missing), count in zip(statements, counts, strict=True):
-            if missing is not None and count != 1:
-                raise missing
-
-
-def _together(db, statements: list[tuple[str, list[Any], Exception | None]]) -> list[int]:
-    """
-    Run statements in one round trip to PostgreSQL; return each one's row count.
-
-    One query text of several statements: Django's cursor binds parameters on the client, so
-    PostgreSQL takes them as one message and answers each with its own result. (psycopg's
-    pipeline mode does the same with more Python work per statement: measured slower here.)
-    Each statement is bound on its own (`mogrify`): psycopg keeps the parse of a short query text
-    with few parameters, while the joined text, longer and different every step, was parsed anew
-    each time.
-    """
-    with db.cursor() as cursor:
-        cursor.execute(sql.STATEMENT_SEPARATOR.join(cursor.mogrify(text, params) for text, params, _ in statements))
-        counts = [cursor.rowcount]
-        while cursor.nextset():
-            counts.append(cursor.rowcount)
-    return counts
-
-
-# The failure `ledger_one_row` raises names the statement whose update did not find its one row.
-_NOT_ONE_ROW = "ledger: statement {} changed no row"
-
-
-def _committed_together(db, statements: list[tuple[str, list[Any], Exception | None]]) -> None:
-    """
-    Run statements in one round trip as one implicit transaction of PostgreSQL, outside `atomic()`.
-
-    A query text of several statements is one transaction unless it says otherwise: it commits
-    when its last statement ends, and an error in any of them rolls all of them back. So an update
-    that must change one row asks the server to check it (`ledger_one_row`, migration 0003).
-    """
-    texts = []
-    with db.cursor() as cursor:
-        for i, (text, params, missing) in enumerate(statements):
-            if missing is not None:
-                text = f"WITH changed AS ({text} RETURNING 1) SELECT ledger_one_row((SELECT COUNT(*) FROM changed), %s)"
-                params = [*params, _NOT_ONE_ROW.format(i)]
-            texts.append(cursor.mogrify(text, params))
-        try:
-            cursor.execute(sql.STATEMENT_SEPARATOR.join(texts))
-        except DatabaseError as exc:
-            failed = getattr(getattr(exc.__cause__, "diag", None), "message_primary", None) or ""
-            for i, (_, _, missing) in enumerate(statements):
-                if missing is not None and failed == _NOT_ONE_ROW.format(i):
-                    raise missing from None
-            raise
-
-
-# How a JSON column's counter, list append and list removal are written in SQL, per backend: every
-# change of a store is one UPDATE, never a read, an edit in Python and a write.
-_PG_JSON = {
-    "incr": "jsonb_set({expression}, ARRAY[%s], to_jsonb(COALESCE(({column} ->> %s)::bigint, 0) + %s))",
-    "append": "{column} || %s",
-    "discard": (
-        "COALESCE((SELECT jsonb_agg(e.item ORDER BY e.n) FROM jsonb_array_elements({column}) WITH ORDINALITY"
-        " AS e(item, n) WHERE e.item <> %s::jsonb), '[]'::jsonb)"
-    ),
-}
-_SQLITE_JSON = {
-    "incr": "json_set({expression}, '$.\"' || %s || '\"', COALESCE(json_extract({column}, '$.\"' || %s || '\"'), 0) + %s)",
-    "append": "json_insert({column}, {items})",
-    "discard": (
-        "(SELECT json_group_array(json(e.item)) FROM (SELECT CASE WHEN j.type IN ('object', 'array') THEN j.value"
-        " ELSE json_quote(j.value) END AS item FROM json_each({column}) AS j ORDER BY j.key) AS e WHERE e.item <> json(%s))"
-    ),
-}
-
-
-def _json_text(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _db_value(field: models.Field, value: Any) -> Any:
-    if isinstance(field, models.DateTimeField) and isinstance(value, str):
-        return datetime.fromisoformat(value)
-    return value
-
-
-@cache
-def _insert_fields(model: type[models.Model]) -> list[tuple[models.Field, str, bool, bool]]:
-    """Each column an insert may write: the field, its attname, whether the database numbers it, whether it is the time of saving."""
-    return [
-        (field, field.attname, isinstance(field, models.AutoField | models.BigAutoField),
-         bool(getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)))
-        for field in model._meta.concrete_fields
-    ]
-
-
-@cache
-def _insert_text(model: type[models.Model], names: tuple[str, ...]) -> str:
-    """The INSERT of one row into the fields `names` (attnames): one text per table and set of fields."""
-    table = sql.table(model)
-    return f"INSERT INTO {table.name} ({', '.join(table.column(n) for n in names)}) VALUES ({', '.join(['%s'] * len(names))})"
-
-
-def _apply(conversation_id: str, change: Change) -> None:
-    """Write one store change now (the stores' rebuild in `conversation repair`)."""
-    writes = _Writes(str(conversation_id))
-    writes.change(change)
-    writes.run()
 
 
 def _read_statement(by_turn: bool) -> sql.Statement:

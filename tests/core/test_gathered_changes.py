@@ -1,6 +1,6 @@
 """
 An append writes the changes its entries make to one row as one statement where it can
-(`store._Gathered`): the rows must come out exactly as the changes written one by one leave them.
+(`compiler.Gathered`): the rows must come out exactly as the changes written one by one leave them.
 """
 
 import random
@@ -12,7 +12,7 @@ from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.ledger import store
+from apps.ledger import compiler
 from apps.ledger.projection import Change
 from apps.runs.models import ToolUsageLog, WorkflowLog
 
@@ -69,8 +69,8 @@ def rows(cid: str) -> dict:
 def gathered(cid: str, changes: list[Change]) -> int:
     """Write `changes` as an append does; the number of statements sent."""
     with transaction.atomic(), CaptureQueriesContext(connection) as sent:
-        writes = store._Writes(cid)
-        together = store._Gathered(writes)
+        writes = compiler.Writes(cid)
+        together = compiler.Gathered(writes)
         for change in changes:
             together.add(change)
         together.flush(own=True)
@@ -83,7 +83,7 @@ def gathered(cid: str, changes: list[Change]) -> int:
 def one_by_one(cid: str, changes: list[Change]) -> None:
     with transaction.atomic():
         for change in changes:
-            store._apply(cid, change)
+            compiler.apply(cid, change)
 
 
 class TestAnAppendsChangesOfOneRow:
