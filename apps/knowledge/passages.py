@@ -109,7 +109,10 @@ def chunk(sections: list[Section]) -> list[Chunk]:
 # --- questions ----------------------------------------------------------------------------------
 
 # PostgreSQL's English stop words (snowball), so both databases drop the same words, with the
-# fillers and the remains of contractions a customer's question brings ("doesn't" → "doesn").
+# fillers and the remains of contractions a customer's question brings ("doesn't" → "doesn"), the
+# same contractions typed without their apostrophe ("doesnt", "whats"), and the verbs and words of
+# chat that say what the customer wants, not what about ("get", "want", "something", "actually"):
+# in a help article they sit in headings ("When will I get my money?") and outweigh the topic.
 _STOP_WORDS = """
 i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
 hers herself it its itself they them their theirs themselves what which who whom this that these those
@@ -120,6 +123,12 @@ each few more most other some such no nor not only own same so than too very s t
 should now
 could would may might must shall also please hi hello hey thanks thank ok okay yes yeah im ive id ill
 doesn didn isn wasn aren weren won wouldn couldn shouldn haven hasn hadn mustn ll ve re m d
+dont doesnt didnt isnt wasnt arent werent wont wouldnt couldnt shouldnt havent hasnt hadnt cant
+whats wheres whens hows whos thats theres heres youre youve youll theyre weve lets
+get gets getting got gotten want wants wanted wanting need needs needed like would
+thing things stuff something anything everything nothing whatever someone anyone everyone
+one lot lots many much really actually just basically usually possible instead maybe
+know tell go going gone went way sure
 """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 MAX_TERMS = 32

@@ -10,6 +10,7 @@ from apps.knowledge import statements
 from apps.knowledge.models import Source, passage_id
 from apps.knowledge.passages import terms
 from apps.knowledge.spelling import correctable, corrections
+from apps.knowledge.synonyms import synonyms
 from apps.ledger.sql import database
 
 MAX_LIMIT = 50
@@ -72,7 +73,10 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
         keys = [key for key in map(parse_id, sources) if key is not None]
         if not keys:
             return []
-    words, fixed = _spelt(db, words)
+    # A word of the synonym list is a word, not a misspelling: its group is searched instead.
+    extra = synonyms(words)
+    words, fixed = _spelt(db, words, known=extra)
+    words += extra
     if not words and not fixed:
         return []
     if vendor == "postgresql":
@@ -91,9 +95,14 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
     return [_passage(row) for row in rows]
 
 
-def _spelt(db, words: list[str]) -> tuple[list[str], list[str]]:
-    """The words some passage holds, and the index's terms found for the others (apps/knowledge/spelling.py)."""
-    asked = [w for w in words if correctable(w)]
+def _spelt(db, words: list[str], *, known: list[str]) -> tuple[list[str], list[str]]:
+    """
+    The words some passage holds, and the index's terms found for the others (apps/knowledge/spelling.py).
+
+    A word with synonyms (`known`: them) is no misspelling: it is neither corrected nor dropped.
+    """
+    listed = {w for w in words if synonyms([w])} if known else set()
+    asked = [w for w in words if correctable(w) and w not in listed]
     if not asked:
         return words, []
     vocabularies: dict[str, list[tuple[str, int]]] = {}

@@ -84,10 +84,13 @@ LIMIT %s
 # The misspelling candidates (apps/knowledge/spelling.py). PostgreSQL, in one statement: for each
 # of the question's words none of whose terms a passage holds, the terms starting with its letter.
 UNKNOWN_POSTGRES = """
-SELECT w.word, k.term, k.passages
-FROM unnest(%s::text[]) AS w (word)
-JOIN knowledge_term_counts AS k ON k.term >= left(w.word, 1) AND k.term < chr(ascii(left(w.word, 1)) + 1)
-WHERE NOT EXISTS (SELECT FROM unnest(to_tsvector('english', w.word)) AS v JOIN knowledge_term_counts AS h ON h.term = v.lexeme)
+WITH unknown (word) AS MATERIALIZED (
+    SELECT w.word FROM unnest(%s::text[]) AS w (word)
+    WHERE NOT EXISTS (SELECT FROM unnest(to_tsvector('english', w.word)) AS v JOIN knowledge_term_counts AS h ON h.term = v.lexeme)
+)
+SELECT u.word, k.term, k.passages
+FROM unknown AS u
+JOIN knowledge_term_counts AS k ON k.term >= left(u.word, 1) AND k.term < chr(ascii(left(u.word, 1)) + 1)
 """
 # SQLite, in two: the words no passage holds (FTS5 stems them as it stems the passages), then the
 # index's terms from one letter up to the next, from FTS5's own vocabulary (migration 0004).

@@ -88,3 +88,19 @@ def test_the_title_and_heading_weigh_more_than_the_text(add):
 
 def test_odd_characters_in_a_question_are_only_words(help_centre):
     assert search("return & | ! ( ) : * 'quoted' \"double\" <tag> -minus")[0]["title"] == "Returns"
+
+
+def test_the_words_of_chat_do_not_decide_the_ranking(add):
+    add("Getting your money back", "## Get it back\n\nYou get it back once we get the parcel.")
+    add("Sizing", "## Choosing\n\nOur guide finds your size.")
+
+    found = search("what size should I get, I want something that fits")
+
+    assert [p["title"] for p in found] == ["Sizing"]
+
+
+def test_a_customers_word_finds_the_articles_word_for_the_same_thing(add):
+    add("Furniture", "## Sofas\n\nSofas are delivered by two people, who take the packaging away.")
+
+    assert search("when does my couch come")[0]["title"] == "Furniture"
+    assert search("can I pay with a coupon") == []
