@@ -8,7 +8,7 @@ from django.views import defaults
 
 from apps.agui.views import router as agui_router
 from apps.api import errors as api_errors
-from apps.api.views import api
+from apps.api.v1 import api
 from apps.conversations.errors import ServiceUnavailable
 from apps.ops import outage
 from apps.widget import demo_views

@@ -1,11 +1,17 @@
-"""Request and response bodies of the v1 API; the OpenAPI document is generated from these."""
+"""
+The bodies more than one resource of the v1 API answers with: the error, the conversation state (a
+read of messages, the answer to results) and what it is made of, and the persona and message fields.
+
+Each resource's own bodies are in its module (apps/api/conversations.py, handoff.py, …); the OpenAPI
+document is generated from them all.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import BeforeValidator, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from apps.conversations.actions import MAX_MESSAGE_CHARS
 from apps.ledger.identities import PATTERN as PERSONA_PATTERN
@@ -16,19 +22,6 @@ Persona = Annotated[
     Field(pattern=PERSONA_PATTERN, description="provider:external_id or provider:scope:external_id", examples=["shop:customer-42"]),
 ]
 Message = Annotated[str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS, pattern=r"\S", description="the user message")]
-def _whole_number(value: Any) -> Any:
-    """A whole number as JSON Schema counts them (7.0 is the integer 7); never a string or a boolean."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError("must be a whole number")
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ValueError("must be a whole number")
-        return int(value)
-    return value
-
-
-Seq = Annotated[int, Field(ge=0, description="a log position (`seq`)"), BeforeValidator(_whole_number)]
-Permission = Literal["view", "write", "answer_client_actions", "approve"]
 RunStatus = Literal[tuple(s.value for s in machine.RunStatus)]
 ClientActionKind = Literal["client_tool", "approval", "question"]
 
@@ -54,243 +47,6 @@ class ErrorDetail(Schema):
 
 class ErrorOut(Schema):
     error: ErrorDetail
-
-
-# --- assistants ---------------------------------------------------------------------------------
-class AssistantConfigIn(Schema):
-    """An assistant configuration (PRODUCT.md "Assistant configuration"); validated as a whole."""
-
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={
-            "examples": [
-                {
-                    "name": "Acme support",
-                    "allow_conversation_completion": True,
-                    "model": {
-                        "provider": "scripted",
-                        "rules": [{"match": "when", "steps": [{"call": "pick_date", "arguments": {}}, {"say": "Booked for {result}."}]}],
-                        "fallback": [{"say": "You said: {message}"}],
-                    },
-                    "tools": [{"name": "pick_date", "kind": "client"}],
-                },
-                {
-                    "name": "Acme support (OpenAI-compatible model)",
-                    "instructions": "You are Acme's support agent. Be brief. Look orders up before answering about them.",
-                    "model": {
-                        "provider": "openai",
-                        "model": "gpt-4o-mini",
-                        "stream": True,
-                        "temperature": 0.2,
-                        "max_output_tokens": 400,
-                        "tool_choice": "auto",
-                        "timeout_seconds": 60,
-                    },
-                    "tools": [{"name": "lookup_order", "kind": "server", "action": "echo",
-                               "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                                              "required": ["order_id"]}}],
-                },
-            ]
-        },
-    )
-
-    # Typed for the document only: check_config validates the whole and names every problem.
-    name: Any = Field(None, description="display name (required)",
-                      json_schema_extra={"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"})
-    allow_conversation_completion: Any = Field(None, description="default false", json_schema_extra={"type": "boolean"})
-    step_budget: Any = Field(None, description="model/tool round trips per turn, 1–64 (default 8)",
-                             json_schema_extra={"type": "integer", "minimum": 1, "maximum": 64})
-    idle_timeout_seconds: Any = Field(None, description="0 disables idle close; null: the deployment's",
-                                      json_schema_extra={"type": ["integer", "null"], "minimum": 0})
-    allowed_origins: Any = Field(None, description="origins allowed to embed the widget: scheme://host[:port]",
-                                 json_schema_extra={"type": "array", "items": {
-                                     "type": "string", "pattern": r"^https?://[A-Za-z0-9.-]+(:[1-9][0-9]{0,4})?$"}})
-    instructions: Any = Field(
-        None, description="the model's system message, sent first (remembered facts follow it); at most 20,000 characters",
-        json_schema_extra={"type": "string", "maxLength": 20000},
-    )
-    model: Any = Field(
-        None, json_schema_extra={"type": "object", "required": ["provider"],
-                                 "properties": {"provider": {"enum": ["scripted", "openai"]}}},
-        description='{"provider": "scripted", "rules": […], "fallback": […]} or {"provider": "openai", "model": …}. '
-        "Either may set: temperature (0–2), max_output_tokens (≥ 1, sent as max_tokens), tool_choice (auto, none, "
-        "required or one of the assistant's tool names; a forced tool is forced until the turn has called a tool), "
-        "timeout_seconds (> 0, default 60: how long to wait for the model service, between chunks when streaming); "
-        "openai also takes stream (true or false), base_url (one of the deployment's model endpoints) and context_tokens "
-        "(≥ 256: the model's context window; the history sent keeps the newest turns that fit, docs/api.md). "
-        "The scripted model ignores these settings.",
-    )
-    tools: Any = Field(
-        None, description="server and client tools. display_name and summary are what people see of a call instead of the "
-        "tool's name and raw arguments (the exact arguments stay one click away; approval binds to them): summary is a "
-        "template naming only the tool's parameters, like \"Refund {amount} for order {order_id}\". A date parameter "
-        "(format date) may set minimum and maximum (or min and max) as YYYY-MM-DD or \"today\"; an answer outside them is refused",
-        json_schema_extra={"type": "array", "items": {"type": "object", "required": ["name", "kind"], "properties": {
-            "name": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"},
-            "kind": {"enum": ["server", "client"]},
-            "action": {"type": "string", "description": "server tools: echo, fail, sleep, webhook, …"},
-            "url": {"type": "string", "description": "webhook: the http(s) URL it POSTs to"},
-            "requires_approval": {"type": "boolean"},
-            "answered_by": {"enum": ["person", "application"], "description": "client tools (default person)"},
-            "description": {"type": "string"},
-            "parameters": {"type": "object", "description": "a JSON schema object"},
-            "display_name": {"type": "string", "minLength": 1, "maxLength": 80, "description": "what people call the tool"},
-            "summary": {"type": "string", "minLength": 1, "maxLength": 300,
-                        "description": "a call in people's words: {name} placeholders of the tool's parameters only"},
-        }}},
-    )
-    mode: Any = Field(None, description="agent (default) or simple", json_schema_extra={"enum": ["agent", "simple"]})
-    required_approver: Any = Field(None, description="the persona that must answer approvals", json_schema_extra={"type": "string"})
-    handoff: Any = Field(
-        None, description="human handoff (docs/handoff.md): enabled (default false) lets the customer, the application or the "
-        "model ask for a person; model_tool offers the model handoff_to_human; a request nobody takes within "
-        "queue_timeout_seconds returns to the agent (unless the customer left an email address for the reply), and the "
-        "customer is shown unavailable_message; hours is the team's weekly schedule in a time zone, with closed dates: "
-        "outside it, or with no staff member online, the customer is not promised a person",
-        json_schema_extra={"type": "object", "additionalProperties": False, "properties": {
-            "enabled": {"type": "boolean"}, "model_tool": {"type": "boolean"},
-            "queue_timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 604800},
-            "queued_message": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
-            "unavailable_message": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
-            "hours": {"type": ["object", "null"], "additionalProperties": False, "required": ["time_zone", "weekly"], "properties": {
-                "time_zone": {"type": "string", "description": "an IANA time zone, such as Europe/London"},
-                "weekly": {"type": "object", "additionalProperties": False, "properties": {
-                    day: {"type": "array", "items": {"type": "string", "pattern": r"^\d\d:\d\d-\d\d:\d\d$"}}
-                    for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")}},
-                "closed": {"type": "array", "maxItems": 400, "items": {"type": "string", "format": "date"}},
-            }},
-        }},
-    )
-    knowledge: Any = Field(
-        None, description="answers from the workspace's knowledge sources (docs/knowledge.md): enabled (default false) offers "
-        "the model search_knowledge; sources is \"all\" or a list of source ids; max_passages per search; no_answer is "
-        "say or offer_handoff (with handoff.enabled, Talk to a person shows with a reply whose searches found nothing)",
-        json_schema_extra={"type": "object", "additionalProperties": False, "properties": {
-            "enabled": {"type": "boolean"},
-            "sources": {"oneOf": [{"const": "all"}, {"type": "array", "items": {"type": "string"}}]},
-            "max_passages": {"type": "integer", "minimum": 1, "maximum": 20},
-            "no_answer": {"enum": ["say", "offer_handoff"]},
-        }},
-    )
-
-    def config(self) -> dict[str, Any]:
-        """The configuration exactly as sent: the declared keys that were present plus any others."""
-        return {**self.model_dump(exclude_unset=True), **(self.model_extra or {})}
-
-
-class AssistantOut(Schema):
-    id: str = Field(description="the assistant id (UUID)")
-    name: str
-
-
-# --- conversations and turns --------------------------------------------------------------------
-class Directive(Schema):
-    """Edge policy recorded with the turn (`ingress_directive`); API keys only."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    step_budget: Annotated[int, Field(strict=True, ge=1, le=64)] | None = None
-    required_approver: Persona | Literal["staff"] | None = Field(
-        None, description='the persona that must answer the turn\'s approvals, or "staff": any member of the team (raises every approval to the team)')
-
-
-class StartIn(Schema):
-    assistant: str = Field(description="the assistant id (UUID)")
-    message: Message
-    metadata: dict[str, Any] | None = Field(None, description="stored with the conversation (≤ 16 kB)")
-    persona: Persona | None = Field(None, description="who starts it; defaults to the API key's own identity")
-    directive: Directive | None = None
-
-
-class StartOut(Schema):
-    conversation_id: str
-    turn_id: str
-    run_id: str
-    token: str = Field(description="a conversation token for the persona (Bearer or ?token=)")
-    seq: int = Field(description="the log head after the first turn's batch one")
-
-
-class TurnIn(Schema):
-    message: Message
-    expected_seq: Seq | None = Field(None, description="the head `seq` you saw; a moved head gives 409 turn_conflict")
-    directive: Directive | None = None
-    persona: Persona | None = Field(None, description="API keys only: who sends it")
-
-
-class TurnOut(Schema):
-    conversation_id: str
-    turn_id: str
-    run_id: str | None = Field(description="null while a person has the conversation or one was asked for: the message is stored, no run starts")
-    seq: int
-
-
-class ResultIn(Schema):
-    call_id: Annotated[str, Field(min_length=1, max_length=100)]
-    output: Any = Field(
-        description='client tool: any JSON; approval: {"decision": "approve"|"deny", "reviewed": {"tool", "arguments"}, '
-                    '"edited_arguments"?: {editable field: value}}; '
-        'question: {"answer": str}. A question or client tool may be declined with {"declined": true}: the model '
-        "receives that as the call's outcome"
-    )
-
-
-class ResultsIn(Schema):
-    results: Annotated[list[ResultIn], Field(min_length=1, max_length=100, description="one result per call_id",
-                                             json_schema_extra={"uniqueItems": True})]
-    persona: Persona | None = Field(None, description="API keys only: who answers")
-
-
-class TokenIn(Schema):
-    persona: Persona
-    permissions: list[Permission] | None = Field(None, description="default: all the persona was admitted with")
-    edge: Literal["link", "widget", "api"] = Field("link", description="where the token will be used")
-
-
-class ParticipantIn(Schema):
-    persona: Persona
-    permissions: list[Permission] | None = Field(None, description="default: all; must include view",
-                                                 json_schema_extra={"contains": {"const": "view"}})
-
-
-class ParticipantOut(Schema):
-    persona: str
-    permissions: list[str] | None = Field(None, description="what the participant may do (admission)")
-    visibility: str | None = Field(None, description="the conversation's visibility after admission")
-    revoked_tokens: int | None = Field(None, description="tokens revoked by the removal")
-
-
-class MemoryFact(Schema):
-    fact_id: str
-    text: str
-    persona: str = Field(description="who the fact was remembered for")
-    turn_id: str
-    remembered_at: str | None
-
-
-class MemoryClearIn(Schema):
-    model_config = ConfigDict(extra="forbid")  # a misspelt field must not mean "clear everything"
-
-    fact_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
-        None, description="the facts to clear; omitted: all of them"
-    )
-
-
-class MemoryClearOut(Schema):
-    cleared: Any = Field(description="the cleared facts")
-
-
-class TokenOut(Schema):
-    token: str
-    persona: str
-    permissions: list[str]
-
-
-class RevokeIn(Schema):
-    token: Annotated[str, Field(min_length=1, max_length=500)]
-
-
-class RevokeOut(Schema):
-    revoked: bool
 
 
 # --- state --------------------------------------------------------------------------------------
@@ -346,53 +102,6 @@ class ControlChangeOut(Schema):
     staff: StaffRef | None
     text: str = Field(description="the request's reason, the hand-back note, or the message the customer was shown")
     created_at: str | None
-
-
-class HandoffIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-    reason: Annotated[str, Field(max_length=500)] | None = Field(None, description="why a person is wanted")
-
-
-class HandoffDetailsIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-    reason: Annotated[str, Field(max_length=500)] | None = Field(None, description="why a person is wanted")
-    email: Annotated[str, Field(max_length=254)] | None = Field(None, description="an address for the reply, by email")
-
-
-StaffPersona = Annotated[str, Field(pattern=r"^staff:[A-Za-z0-9_.@+\-]{1,100}$", description="staff:<id>", examples=["staff:dana"])]
-
-
-class ControlIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-    action: Literal["take", "return", "assign"]
-    staff: StaffPersona = Field(description="who makes the change (take: the new holder)")
-    name: Annotated[str, Field(max_length=200)] | None = Field(None, description="the name the customer sees (take)")
-    note: Annotated[str, Field(max_length=500)] | None = Field(None, description="return: a note the model reads with the history")
-    reason: Annotated[str, Field(max_length=500)] | None = Field(None, description="take: why")
-    from_: StaffPersona | None = Field(
-        None, alias="from",
-        description="take, return, assign: the colleague who holds it now; the change is made only while they still do "
-                    "(without it, only its holder may change a conversation a person holds)")
-    to: StaffPersona | None = Field(None, description="assign: the colleague who gets it (required)")
-    to_name: Annotated[str, Field(max_length=200)] | None = Field(None, description="assign: the name the customer sees for `to`")
-
-
-class ControlOut(Schema):
-    control: Control
-
-
-class StaffMessageIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-    staff: StaffPersona
-    text: Message
-
-
-class StaffMessageOut(Schema):
-    message: MessageOut
 
 
 class ReattemptOf(Schema):
@@ -500,56 +209,3 @@ class ResultsOut(Schema):
     already: list[str] = Field(description="call ids whose identical answer had been accepted before")
     run_resumes: bool = Field(description="every pending call of the run is answered; the run goes on")
     state: StateOut
-
-
-# --- artifacts (docs/people.md) -----------------------------------------------------------------
-class ArtifactOut(Schema):
-    """An artifact record: what a tool produced, where it came from, and whether it was received."""
-
-    model_config = ConfigDict(extra="allow")
-
-    artifact_id: str
-    turn_id: str
-    call_id: str
-    name: str
-    media_type: str
-    sha256: str = Field(description="hex SHA-256 of the content")
-    size: int
-    source: dict[str, str] = Field(description="{identity, revision} of what it was made from")
-    status: str = Field(description="created | acknowledged")
-    acknowledged_by: str
-    acknowledged_at: str | None
-
-
-# --- outgoing webhooks (docs/webhooks.md) -------------------------------------------------------
-class WebhookEndpointIn(Schema):
-    url: str = Field(..., max_length=2000, description="https URL that receives the events; no user name or "
-                     "password (deliveries are authenticated by their signature)")
-    events: list[str] | None = Field(None, max_length=20, description="event types to send; absent or empty: all")
-    description: str = Field("", max_length=500)
-
-
-class WebhookEndpointOut(Schema):
-    id: str
-    url: str
-    events: list[str]
-    enabled: bool
-    description: str
-
-
-class WebhookEndpointCreatedOut(WebhookEndpointOut):
-    secret: str = Field(..., description="`whsec_<base64>`, the signing secret; shown this once")
-
-
-class WebhookDeliveryOut(Schema):
-    id: str = Field(..., description="the `webhook-id` header of every attempt")
-    type: str
-    status: str = Field(..., description="pending | delivered | failed")
-    attempts: int
-    last_status_code: int | None
-    next_attempt_at: str | None
-
-
-class AcceptedOut(Schema):
-    accepted: bool = True
-    id: str = Field(..., description="the delivery's `webhook-id`")

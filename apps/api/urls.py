@@ -4,7 +4,7 @@ from apps.api import errors
 from apps.api.cors import with_cors
 from apps.api.knowledge import router as knowledge_router
 from apps.api.tool_sources import router as tool_sources_router
-from apps.api.views import api
+from apps.api.v1 import api
 
 # Registered before the URL patterns are made from the API: `api.urls` takes the routers it has.
 api.add_router("/knowledge", knowledge_router)
