@@ -13,6 +13,7 @@ from apps.api.operations import BAD, ERRORS, principal_of
 from apps.api.schemas import ErrorOut
 from apps.conversations.errors import NotFound
 from apps.webhooks import endpoints
+from apps.webhooks import queries as webhook_queries
 
 router = Router()
 
@@ -54,7 +55,7 @@ class AcceptedOut(Schema):
 
 def _endpoint(request: HttpRequest, endpoint_id: str):
     principal_of(request).require_api_key()
-    found = endpoints.find(endpoint_id)
+    found = webhook_queries.find(endpoint_id)
     if found is None:
         raise NotFound("no such webhook endpoint")
     return found
@@ -88,7 +89,7 @@ def create_webhook_endpoint(request: HttpRequest, payload: WebhookEndpointIn):
 def list_webhook_endpoints(request: HttpRequest):
     """The registered endpoints, oldest first, without their secrets (API key)."""
     principal_of(request).require_api_key()
-    return [_endpoint_out(e) for e in endpoints.live()]
+    return [_endpoint_out(e) for e in webhook_queries.live()]
 
 
 @router.delete(
@@ -124,7 +125,7 @@ def _delivery_out(d) -> dict[str, Any]:
 )
 def list_webhook_deliveries(request: HttpRequest, endpoint_id: str = EndpointId):
     """The endpoint's latest deliveries, newest first; `id` is the `webhook-id` of every attempt."""
-    return [_delivery_out(d) for d in endpoints.recent(_endpoint(request, endpoint_id))]
+    return [_delivery_out(d) for d in webhook_queries.recent(_endpoint(request, endpoint_id))]
 
 
 @router.post(

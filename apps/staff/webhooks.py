@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.staff.views import staff_only
 from apps.webhooks import endpoints
+from apps.webhooks import queries as webhook_queries
 from apps.webhooks.endpoints import EndpointRefused
 from apps.webhooks.events import TYPES
 from apps.webhooks.models import WebhookDelivery
@@ -17,7 +18,7 @@ RECENT = 20
 
 
 def _page(request: HttpRequest, *, status: int = 200, **context) -> HttpResponse:
-    shown = [{"endpoint": e, "deliveries": endpoints.recent(e, RECENT)} for e in endpoints.live()]
+    shown = [{"endpoint": e, "deliveries": webhook_queries.recent(e, RECENT)} for e in webhook_queries.live()]
     template = "staff/webhooks.html#endpoints" if request.GET.get("live") else "staff/webhooks.html"
     return render(request, template, {"endpoints": shown, "types": [t for t in TYPES if t != "webhook.test"], **context},
                   status=status)
@@ -83,7 +84,7 @@ def delete(request: HttpRequest, endpoint_id) -> HttpResponse:
 
 def _endpoint(endpoint_id):
     """The live endpoint of a URL. :raises Http404: none (or a deleted one)"""
-    endpoint = endpoints.find(str(endpoint_id))
+    endpoint = webhook_queries.find(str(endpoint_id))
     if endpoint is None:
         raise Http404("no such endpoint")
     return endpoint

@@ -1,4 +1,4 @@
-"""Registering, listing and removing endpoints, sending a test event, and sending a delivery again."""
+"""Registering, enabling and removing endpoints, sending a test event, and sending a delivery again (reads: queries.py)."""
 
 from __future__ import annotations
 
@@ -55,17 +55,6 @@ def create(*, url: str, events: list[str] | None = None, description: str = "") 
     )
 
 
-def live() -> list[WebhookEndpoint]:
-    return list(WebhookEndpoint.objects.filter(deleted_at__isnull=True).order_by("created_at"))
-
-
-def find(endpoint_id: str) -> WebhookEndpoint | None:
-    try:
-        return WebhookEndpoint.objects.filter(pk=uuid.UUID(str(endpoint_id)), deleted_at__isnull=True).first()
-    except ValueError:
-        return None
-
-
 def delete(endpoint: WebhookEndpoint) -> None:
     """Nothing more is sent to it: its pending deliveries fail with it."""
     with transaction.atomic():
@@ -96,7 +85,3 @@ def retry(delivery: WebhookDelivery) -> None:
     delivery.status, delivery.attempts, delivery.next_attempt_at = "pending", 0, timezone.now()
     delivery.save(update_fields=["status", "attempts", "next_attempt_at"])
     transaction.on_commit(sending.wake)
-
-
-def recent(endpoint: WebhookEndpoint, limit: int = 50) -> list[WebhookDelivery]:
-    return list(endpoint.deliveries.order_by("-id")[:limit])
