@@ -57,8 +57,8 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
     Keyword ranking on the question's terms without its stop words and question words, any of
     which may match (docs/knowledge.md, "Search"); a word no passage holds is searched as the
     index's terms within one edit of it (a misspelling). Only current versions of live, ready
-    sources; `sources` keeps to those ids (None: all; ids that name no source match nothing). One
-    statement for the misspellings, one for the search.
+    sources; `sources` keeps to those ids (None: all; ids that name no source match nothing). A
+    statement for the question's terms and misspellings, one for the ranking.
     Each passage is the contract's: `passage_id`, `source_id`, `title`, `version`, `text`, `score`,
     and `url` and `anchor` when it has them.
     """
@@ -73,55 +73,61 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
         keys = [key for key in map(parse_id, sources) if key is not None]
         if not keys:
             return []
-    # A word of the synonym list is a word, not a misspelling: its group is searched instead.
-    extra = synonyms(words)
-    words, fixed = _spelt(db, words, known=extra)
-    words += extra
-    if not words and not fixed:
-        return []
-    if vendor == "postgresql":
-        params: list[Any] = [words, fixed]
-        if keys is not None:
-            params.append([str(k) for k in keys])
-        params += [limit + statements.SLACK, limit]
-    else:
-        params = [" OR ".join(f'"{word}"' for word in [*words, *fixed])]
-        if keys is not None:
-            params.append(json.dumps([k.hex for k in keys]))
-        params.append(limit)
+    # A word of the synonym list is a word, not a misspelling: its group is searched with it.
+    asked = words + synonyms(words)
+    maybe_misspelt = [w for w in words if correctable(w) and not synonyms([w])]
     with db.cursor() as cursor:
+        if vendor == "postgresql":
+            searched = _terms_postgres(cursor, asked, maybe_misspelt)
+            params: list[Any] = [searched]
+            if keys is not None:
+                params.append([str(k) for k in keys])
+            params += [limit + statements.SLACK, limit]
+        else:
+            searched = _terms_sqlite(cursor, asked, maybe_misspelt)
+            params = [" OR ".join(f'"{term}"' for term in searched)]
+            if keys is not None:
+                params.append(json.dumps([k.hex for k in keys]))
+            params.append(limit)
+        if not searched:
+            return []
         cursor.execute(statements.search(vendor, only=sources is not None), params)
         rows = cursor.fetchall()
     return [_passage(row) for row in rows]
 
 
-def _spelt(db, words: list[str], *, known: list[str]) -> tuple[list[str], list[str]]:
-    """
-    The words some passage holds, and the index's terms found for the others (apps/knowledge/spelling.py).
-
-    A word with synonyms (`known`: them) is no misspelling: it is neither corrected nor dropped.
-    """
-    listed = {w for w in words if synonyms([w])} if known else set()
-    asked = [w for w in words if correctable(w) and w not in listed]
-    if not asked:
-        return words, []
+def _terms_postgres(cursor, asked: list[str], maybe_misspelt: list[str]) -> list[str]:
+    """The index's terms for the words `asked`, with those found near each of `maybe_misspelt` that it holds none of."""
+    cursor.execute(statements.TERMS_POSTGRES, [asked, maybe_misspelt])
+    found: list[str] = []
     vocabularies: dict[str, list[tuple[str, int]]] = {}
-    with db.cursor() as cursor:
-        if db.vendor == "postgresql":
-            cursor.execute(statements.UNKNOWN_POSTGRES, [asked])
-            for word, term, held in cursor.fetchall():
-                vocabularies.setdefault(word, []).append((term, held))
-        else:
-            cursor.execute(statements.UNKNOWN_SQLITE, [json.dumps(asked)])
-            for (word,) in cursor.fetchall():
-                cursor.execute(statements.VOCABULARY_SQLITE, [word[0], chr(ord(word[0]) + 1)])
-                vocabularies[word] = cursor.fetchall()
-    if not vocabularies:
-        return words, []
-    fixed: list[str] = []
+    for word, term, held, near in cursor.fetchall():
+        if near:
+            vocabularies.setdefault(word, []).append((term, held))
+        elif term not in found:
+            found.append(term)
+    return _with_corrections(found, vocabularies)
+
+
+def _terms_sqlite(cursor, asked: list[str], maybe_misspelt: list[str]) -> list[str]:
+    """
+    The words `asked` that some passage holds (FTS5 stems them in the search), with the index's
+    terms found near each of `maybe_misspelt` that none holds.
+    """
+    cursor.execute(statements.UNKNOWN_SQLITE, [json.dumps(asked)])
+    unknown = {word for (word,) in cursor.fetchall()}
+    vocabularies: dict[str, list[tuple[str, int]]] = {}
+    for word in (w for w in maybe_misspelt if w in unknown):
+        cursor.execute(statements.VOCABULARY_SQLITE, [word[0], chr(ord(word[0]) + 1)])
+        vocabularies[word] = cursor.fetchall()
+    return _with_corrections([w for w in asked if w not in unknown], vocabularies)
+
+
+def _with_corrections(found: list[str], vocabularies: dict[str, list[tuple[str, int]]]) -> list[str]:
+    """`found`, and the terms within one edit of each misspelt word, from its letter's `vocabularies` (apps/knowledge/spelling.py)."""
     for word, vocabulary in vocabularies.items():
-        fixed += [term for term in corrections(word, vocabulary) if term not in fixed]
-    return [w for w in words if w not in vocabularies], fixed
+        found += [term for term in corrections(word, vocabulary) if term not in found]
+    return found
 
 
 def _passage(row: tuple) -> dict[str, Any]:

@@ -8,7 +8,7 @@ returns for repeating it, and a term in the title (5) or the heading (2.5) more 
 
 PostgreSQL reads the postings of migration 0003 (`knowledge_terms`: term, passage, source and the
 term's BM25 weight in the passage) and the count of passages that hold each term
-(`knowledge_term_counts`). For each of the question's terms it takes its CHAMPIONS best postings
+(`knowledge_term_counts`, whose term '' counts the passages). For each of the question's terms it takes its CHAMPIONS best postings
 from the (term, impact) index; the passages found are scored by the sum of their terms' weights
 times the terms' inverse document frequencies. Reading a bounded number of index entries per term,
 instead of ranking every passage that holds a common word, is what keeps a search over 10,000
@@ -28,21 +28,23 @@ SQLITE_WEIGHTS = "5.0, 2.5, 1.0"
 # The postings read per term: its passages of highest weight. Rarer terms are read whole.
 CHAMPIONS = 300
 # Passages kept from the postings before the join that checks each is current (they all are).
+# Each, and its source, is looked up by its key in a subquery the planner cannot flatten (LIMIT 1):
+# where the tables' statistics are stale (right after a large ingest, or with autovacuum off) a
+# plan that joined every passage to its source first, or found a source through another index,
+# cost 40 ms.
 SLACK = 10
 TABLES = {"p": Passage, "s": Source}
 _COLUMNS = "p.{p.id}, p.{p.source_id}, p.{p.version}, p.{p.ordinal}, p.{p.title}, p.{p.anchor}, p.{p.text}, s.{s.url}"
 
-# Parameters: the question's words, corrections (terms as the index holds them), [the source ids],
-# the limit + SLACK, the limit.
+# Parameters: the question's terms as the index holds them (TERMS_POSTGRES), [the source ids], the
+# limit + SLACK, the limit. Terms, not words: stemming them here made the planner expect ten terms
+# per word, and a plan that costly is compiled by JIT first (20 ms and more).
 _POSTGRES = f"""
 WITH question (term) AS (
-    SELECT v.lexeme FROM unnest(%s::text[]) AS w (word) CROSS JOIN LATERAL unnest(to_tsvector('english', w.word)) AS v
-    UNION
-    SELECT unnest(%s::text[])
+    SELECT DISTINCT unnest(%s::text[])
 ),
 corpus (n) AS (
-    SELECT greatest(coalesce(sum(s.{{s.chunks}}), 0), 1)::float8 FROM {{s}} AS s
-    WHERE s.{{s.deleted_at}} IS NULL AND s.{{s.status}} = 'ready'
+    SELECT greatest(coalesce(max(k.passages), 0), 1)::float8 FROM knowledge_term_counts AS k WHERE k.term = ''
 ),
 weighed (term, idf) AS (
     SELECT q.term, ln(1 + (c.n - k.passages + 0.5) / (k.passages + 0.5))
@@ -62,9 +64,9 @@ best (id, score) AS (
 )
 SELECT {_COLUMNS}, b.score
 FROM best AS b
-JOIN {{p}} AS p ON p.{{p.id}} = b.id
-JOIN {{s}} AS s ON s.{{s.id}} = p.{{p.source_id}} AND s.{{s.version}} = p.{{p.version}}
-WHERE s.{{s.deleted_at}} IS NULL AND s.{{s.status}} = 'ready'
+CROSS JOIN LATERAL (SELECT * FROM {{p}} AS p WHERE p.{{p.id}} = b.id LIMIT 1) AS p
+CROSS JOIN LATERAL (SELECT * FROM {{s}} AS s WHERE s.{{s.id}} = p.{{p.source_id}} LIMIT 1) AS s
+WHERE s.{{s.version}} = p.{{p.version}} AND s.{{s.deleted_at}} IS NULL AND s.{{s.status}} = 'ready'
 ORDER BY b.score DESC, p.{{p.id}}
 LIMIT %s
 """
@@ -81,14 +83,24 @@ ORDER BY score DESC, p.{{p.id}}
 LIMIT %s
 """
 
-# The misspelling candidates (apps/knowledge/spelling.py). PostgreSQL, in one statement: for each
-# of the question's words none of whose terms a passage holds, the terms starting with its letter.
-UNKNOWN_POSTGRES = """
-WITH unknown (word) AS MATERIALIZED (
+# The question's words as the index's terms. PostgreSQL, in one statement: each word's terms that
+# some passage holds (stemmed as the passages are), and for each of the words that may be
+# misspelt (the second list) of which no passage holds any term, the index's terms that start
+# with its letter, marked `near` (apps/knowledge/spelling.py).
+TERMS_POSTGRES = """
+WITH asked (word, term, held) AS MATERIALIZED (
+    SELECT w.word, v.lexeme, k.passages
+    FROM unnest(%s::text[]) AS w (word)
+    CROSS JOIN LATERAL unnest(to_tsvector('english', w.word)) AS v
+    LEFT JOIN knowledge_term_counts AS k ON k.term = v.lexeme
+),
+unknown (word) AS (
     SELECT w.word FROM unnest(%s::text[]) AS w (word)
-    WHERE NOT EXISTS (SELECT FROM unnest(to_tsvector('english', w.word)) AS v JOIN knowledge_term_counts AS h ON h.term = v.lexeme)
+    WHERE NOT EXISTS (SELECT FROM asked AS a WHERE a.word = w.word AND a.held IS NOT NULL)
 )
-SELECT u.word, k.term, k.passages
+SELECT a.word, a.term, a.held, false AS near FROM asked AS a WHERE a.held IS NOT NULL
+UNION ALL
+SELECT u.word, k.term, k.passages, true
 FROM unknown AS u
 JOIN knowledge_term_counts AS k ON k.term >= left(u.word, 1) AND k.term < chr(ascii(left(u.word, 1)) + 1)
 """
@@ -111,8 +123,9 @@ def search(vendor: str, *, only: bool) -> str:
     """
     The search statement's text on `vendor`.
 
-    PostgreSQL's parameters: the question's words (a list), corrections (terms, a list), [the source
-    ids to keep to, with `only`], the limit + SLACK, the limit. SQLite's: the FTS5 query, [the source ids as JSON], the limit.
+    PostgreSQL's parameters: the question's terms (a list), [the source ids to keep to, with
+    `only`], the limit + SLACK, the limit. SQLite's: the FTS5 query, [the source ids as JSON], the
+    limit.
     """
     template = {"postgresql": _POSTGRES, "sqlite": _SQLITE}[vendor]
     only_terms, only_passages = _ONLY[vendor] if only else ("", "")

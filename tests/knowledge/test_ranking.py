@@ -37,7 +37,8 @@ def _postings() -> tuple[set, dict, dict]:
         held = {row[0] for row in cursor.fetchall()}
         cursor.execute("SELECT term, passages FROM knowledge_term_counts")
         counts = dict(cursor.fetchall())
-        cursor.execute("SELECT u.lexeme, count(*) FROM knowledge_passages AS p, unnest(p.search) AS u GROUP BY u.lexeme")
+        cursor.execute("SELECT u.lexeme, count(*) FROM knowledge_passages AS p, unnest(p.search) AS u GROUP BY u.lexeme "
+                       "UNION ALL SELECT '', count(*) FROM knowledge_passages")
         recounted = dict(cursor.fetchall())
     return held, counts, recounted
 
@@ -55,6 +56,6 @@ def test_the_postings_and_counts_follow_the_passages_written_replaced_and_delete
     held, counts, recounted = _postings()
 
     assert held == set(Passage.objects.values_list("id", flat=True)) and len(held) == 1
-    assert counts == recounted and "label" not in counts and "deliveri" not in counts
+    assert counts == recounted and counts[""] == 1 and "label" not in counts and "deliveri" not in counts
     assert search("label delivery") == []
     assert search("returns")[0]["version"] == 2
