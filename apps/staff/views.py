@@ -29,9 +29,8 @@ from apps.ops import limits
 from apps.people import presence
 from apps.staff import actions, approvals, listing
 from apps.staff.models import SavedReply
-from apps.staff.queries import admin as admin_queries
-from apps.staff.queries import inspector as inspector_queries
-from apps.staff.queries import queues
+from apps.staff.queries import admin, queues
+from apps.staff.queries.inspector import head_seq, inspect_conversation
 from apps.workspaces import actions as workspace_actions
 
 INSPECTOR = "staff/conversation.html"
@@ -112,7 +111,7 @@ def conversations(request: HttpRequest) -> HttpResponse:
 
 
 def _inspection(conversation_id, *, live: bool = False, since: int | None = None) -> dict:
-    data = inspector_queries.inspect_conversation(str(conversation_id), live=live, since=since)
+    data = inspect_conversation(str(conversation_id), live=live, since=since)
     if data is None:
         raise Http404("no such conversation")
     data["approvals"] = approvals.pending_approvals(conversation_id=str(conversation_id))
@@ -129,7 +128,7 @@ def inspector(request: HttpRequest, conversation_id) -> HttpResponse:
 @staff_only
 @require_GET
 def inspector_live(request: HttpRequest, conversation_id) -> HttpResponse:
-    head = inspector_queries.head_seq(str(conversation_id))
+    head = head_seq(str(conversation_id))
     if head is None:
         raise Http404("no such conversation")
     etag = f'"{head}"'
@@ -225,7 +224,7 @@ def _shown(data) -> int | None:
 
 def _change_control(request: HttpRequest, conversation_id, change, *, refused: str, **after) -> HttpResponse:
     """Make one change of control as the staff member of the request (`change(staff=…)`), then show the inspector."""
-    if inspector_queries.head_seq(str(conversation_id)) is None:
+    if head_seq(str(conversation_id)) is None:
         raise Http404("no such conversation")
     try:
         change(conversation_id=str(conversation_id), staff=actions.staff_identity(request.user), now=timezone.now())
@@ -340,8 +339,8 @@ def resolve(request: HttpRequest, run_id: str) -> HttpResponse:
 @staff_only
 @require_GET
 def assistants(request: HttpRequest) -> HttpResponse:
-    return render(request, "staff/assistants.html", {"assistants": admin_queries.assistants(),
-                                                     "audit": admin_queries.recent_audit(prefix="assistant:")})
+    return render(request, "staff/assistants.html", {"assistants": admin.assistants(),
+                                                     "audit": admin.recent_audit(prefix="assistant:")})
 
 
 NEW_CONFIG = """{
@@ -386,11 +385,11 @@ def assistant_new(request: HttpRequest) -> HttpResponse:
 @staff_only
 @require_http_methods(["GET", "POST"])
 def assistant_edit(request: HttpRequest, assistant_id) -> HttpResponse:
-    assistant = admin_queries.assistant_for(assistant_id)
+    assistant = admin.assistant_for(assistant_id)
     if assistant is None:
         raise Http404("no such assistant")
     if request.method == "GET":
-        config_text, origins_text = admin_queries.editable_config(assistant)
+        config_text, origins_text = admin.editable_config(assistant)
         return _assistant_page(request, assistant, config_text=config_text, origins_text=origins_text)
     config_text, origins_text = request.POST.get("config", ""), request.POST.get("allowed_origins", "")
     try:
@@ -407,7 +406,7 @@ def assistant_edit(request: HttpRequest, assistant_id) -> HttpResponse:
 @staff_only
 @require_GET
 def assistant_preview(request: HttpRequest, assistant_id) -> HttpResponse:
-    assistant = admin_queries.assistant_for(assistant_id)
+    assistant = admin.assistant_for(assistant_id)
     if assistant is None:
         raise Http404("no such assistant")
     return render(request, "staff/assistant_preview.html", {"assistant": assistant, "origin": _origin(request)})
@@ -424,8 +423,8 @@ def api_keys(request: HttpRequest) -> HttpResponse:
             created, status = {"key": key, "secret": raw}, 201
         except WaypointError as exc:
             error, status = exc.message, exc.status
-    return render(request, "staff/api_keys.html", {"keys": admin_queries.api_keys(), "created": created, "error": error,
-                                                   "audit": admin_queries.recent_audit(prefix="api_key:")}, status=status)
+    return render(request, "staff/api_keys.html", {"keys": admin.api_keys(), "created": created, "error": error,
+                                                   "audit": admin.recent_audit(prefix="api_key:")}, status=status)
 
 
 @staff_only
@@ -443,7 +442,7 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 @require_GET
 def personas(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()[:300]
-    rows = admin_queries.personas(search=search)
+    rows = admin.personas(search=search)
     for row in rows:
         row["conversations_link"] = reverse("staff:conversations") + "?" + urlencode({"persona": row["persona"]})
     return render(request, "staff/personas.html", {"personas": rows, "q": search})
