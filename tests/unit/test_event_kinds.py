@@ -35,3 +35,12 @@ def test_a_kind_has_words_on_the_staff_timeline_or_says_its_name_is_enough(kind)
 
 def test_the_tables_name_no_kind_that_does_not_exist():
     assert set(BY_KIND) | SILENT | UNSUMMARISED <= set(KINDS)
+
+
+def test_an_approval_with_changes_says_what_changed_on_the_staff_timeline():
+    payload = {**sample_payload("approval_response"), "decision": "approve", "answered_by": "staff:dana",
+               "reviewed": {"arguments": {"order_id": "A-1", "amount": 20}}, "edited_arguments": {"amount": 15}}
+
+    words = _summary("approval_response", payload)
+
+    assert words == "approve with changes (amount 20 → 15) by staff:dana"

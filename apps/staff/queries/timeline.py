@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from apps.agent import tools as tool_words
 from apps.ledger import chain, replay
 from apps.ledger.types import (
     ActionFinished,
@@ -98,9 +99,9 @@ def _summary(kind: str, payload: Any) -> str:
         case TurnDispatched(text=text, edge=edge):
             return f"“{str(text)[:80]}” via {edge}"
         case ModelRound(round=number, calls=calls, text=text):
-            tools = ", ".join(c.get("tool", "?") for c in calls)
+            called = ", ".join(c.get("tool", "?") for c in calls)
             text = str(text)[:60]
-            return f"round {number}" + (f": calls {tools}" if tools else "") + (f" — “{text}”" if text else "")
+            return f"round {number}" + (f": calls {called}" if called else "") + (f" — “{text}”" if text else "")
         case ActionFinished(tool=tool, ok=ok, error=error):
             return f"{tool} ok" if ok else f"{tool} failed: {error}"
         case ActionStarted(tool=tool, attempt=attempt):
@@ -112,7 +113,7 @@ def _summary(kind: str, payload: Any) -> str:
         case ApprovalResponse(decision="expired"):
             return "expired: nobody answered in time"
         case ApprovalResponse(answered_by=by, reviewed=reviewed, edited_arguments=edits) if edits:
-            changed = tools.changes_text((reviewed or {}).get("arguments") or {}, edits) if isinstance(edits, dict) else ""
+            changed = tool_words.changes_text((reviewed or {}).get("arguments") or {}, edits) if isinstance(edits, dict) else ""
             return f"approve with changes ({changed or 'none'}) by {by or 'unknown'}"
         case ApprovalResponse(decision=decision, answered_by=by):
             return f"{decision} by {by or 'unknown'}"
