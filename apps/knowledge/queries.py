@@ -9,7 +9,7 @@ from typing import Any
 from apps.knowledge import statements
 from apps.knowledge.models import Source, passage_id
 from apps.knowledge.passages import terms
-from apps.knowledge.spelling import correctable, corrections
+from apps.knowledge.spelling import correctable, corrections, worth_correcting
 from apps.knowledge.synonyms import synonyms
 from apps.ledger.sql import database
 
@@ -106,7 +106,8 @@ def _terms_postgres(cursor, asked: list[str], maybe_misspelt: list[str]) -> list
             vocabularies.setdefault(word, []).append((term, held))
         elif term not in found:
             found.append(term)
-    return _with_corrections(found, vocabularies)
+    looked_for = worth_correcting(list(vocabularies))
+    return _with_corrections(found, {word: vocabularies[word] for word in looked_for})
 
 
 def _terms_sqlite(cursor, asked: list[str], maybe_misspelt: list[str]) -> list[str]:
@@ -116,11 +117,12 @@ def _terms_sqlite(cursor, asked: list[str], maybe_misspelt: list[str]) -> list[s
     """
     cursor.execute(statements.UNKNOWN_SQLITE, [json.dumps(asked)])
     unknown = {word for (word,) in cursor.fetchall()}
-    vocabularies: dict[str, list[tuple[str, int]]] = {}
-    for word in (w for w in maybe_misspelt if w in unknown):
-        cursor.execute(statements.VOCABULARY_SQLITE, [word[0], chr(ord(word[0]) + 1)])
-        vocabularies[word] = cursor.fetchall()
-    return _with_corrections([w for w in asked if w not in unknown], vocabularies)
+    looked_for = worth_correcting([w for w in maybe_misspelt if w in unknown])
+    letters: dict[str, list[tuple[str, int]]] = {}
+    for letter in dict.fromkeys(w[0] for w in looked_for):  # one scan of the vocabulary per letter
+        cursor.execute(statements.VOCABULARY_SQLITE, [letter, chr(ord(letter) + 1)])
+        letters[letter] = cursor.fetchall()
+    return _with_corrections([w for w in asked if w not in unknown], {w: letters[w[0]] for w in looked_for})
 
 
 def _with_corrections(found: list[str], vocabularies: dict[str, list[tuple[str, int]]]) -> list[str]:

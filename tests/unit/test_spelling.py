@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.knowledge.spelling import corrections, distance, forms
+from apps.knowledge.spelling import corrections, distance, forms, worth_correcting
 
 TERMS = [(t, 1) for t in ("return", "retail", "jacket", "refund", "kettl", "soak", "point", "label", "receiv", "deliveri",
                          "address", "so", "some")]
@@ -39,3 +39,8 @@ def test_a_stop_word_is_never_a_correction():
 
 def test_a_word_is_compared_without_a_common_ending():
     assert {"reciev", "recieve"} <= forms("recieved") | forms("recieve")
+
+
+def test_of_many_unknown_words_only_the_longest_few_are_looked_for():
+    assert worth_correcting(["surprise", "obsessed", "homeware", "planning", "likes", "uni"]) == [
+        "surprise", "obsessed", "homeware"]
