@@ -188,7 +188,7 @@ CRASHING_CUSTOMER = """
 import json
 from django.utils import timezone
 from apps.agent.actions import create_assistant
-from apps.agent import actions
+from apps.agent import actions, answers
 from apps.agent.state import conversation_state
 from apps.conversations import queries
 
@@ -205,7 +205,7 @@ started = actions.start_conversation(assistant_id=str(assistant.id), message="I 
 print(json.dumps(started), flush=True)
 state = conversation_state(queries.conversation_for(started["conversation_id"]))
 [call] = state["pending_client_actions"]
-actions.accept_results(conversation_id=started["conversation_id"], run_id=state["run_id"], persona="guest:alice",
+answers.accept_results(conversation_id=started["conversation_id"], run_id=state["run_id"], persona="guest:alice",
                        now=timezone.now(), results=[{"call_id": call["call_id"], "output": {
                            "decision": "approve", "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}])
 """

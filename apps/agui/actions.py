@@ -21,6 +21,7 @@ from django.db import IntegrityError, connection, transaction
 from pydantic import ValidationError
 
 from apps.agent import actions
+from apps.agent.answers import accept_results
 from apps.agent.models import Assistant
 from apps.agent.tools import DECLINED
 from apps.agui import queries
@@ -121,8 +122,8 @@ def take(*, given: RunAgentInput, assistant: Assistant, principal: Any, now: dat
     plan = Plan(cid, None, None)
     for run_id, results in answers.items():
         try:
-            actions.accept_results(conversation_id=cid, run_id=run_id, results=results, persona=persona,
-                                   permissions=principal.permissions, now=now)
+            accept_results(conversation_id=cid, run_id=run_id, results=results, persona=persona,
+                           permissions=principal.permissions, now=now)
         except ActionResultConflict as exc:
             return Plan(cid, run_id, None, error={"code": exc.code, "message": exc.message, "details": exc.details})
         seqs = ToolUsageLog.objects.filter(run_id=run_id, call_id__in=[r["call_id"] for r in results]).values_list(

@@ -17,7 +17,7 @@ from ninja import Header, Path, Query, Router, Schema
 from ninja.responses import NinjaJSONEncoder, Status
 from pydantic import BeforeValidator, ConfigDict, Field
 
-from apps.agent import actions
+from apps.agent import actions, answers
 from apps.agent.state import conversation_state
 from apps.api.auth import Principal
 from apps.api.operations import (
@@ -282,7 +282,7 @@ def results(
     conversation = conversation_for(principal, id)
     if not _RUN_ID.match(run_id):
         raise NotFound("no such run")
-    acceptance = actions.accept_results(
+    acceptance = answers.accept_results(
         conversation_id=str(conversation.id), run_id=run_id, results=[item.model_dump() for item in payload.results],
         persona=principal.acting_as(payload.persona), permissions=principal.permissions, now=timezone.now(),
     )

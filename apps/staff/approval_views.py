@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.agent import actions as agent_actions
+from apps.agent import answers
 from apps.agent.config import tool_by_name
 from apps.agent.tools import edit_fields, edited_arguments
 from apps.conversations import tokens
@@ -53,7 +53,7 @@ def answer(request: HttpRequest, conversation_id, call_id: str) -> HttpResponse:
         error = NotFound("That approval is not in this conversation.")
     else:
         try:
-            agent_actions.accept_results(
+            answers.accept_results(
                 conversation_id=str(conversation_id), run_id=usage.run_id,
                 results=[{"call_id": call_id, "output": _output(request, usage)}],
                 persona=actions.staff_identity(request.user), now=timezone.now(),

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
-from apps.agent import actions, handoff, knowledge
+from apps.agent import actions, answers, handoff, knowledge
 from apps.agent.config import tool_by_name
 from apps.agent.models import Assistant
 from apps.agent.state import conversation_state
@@ -342,7 +342,7 @@ def answer(request: HttpRequest, conversation_id: str) -> HttpResponse:
         tool = tool_by_name(resolved(conversation.assistant.config), call["tool"]) or {}
         output = form_output(form_fields(tool.get("parameters", {})), request.POST)
     try:
-        acceptance = actions.accept_results(
+        acceptance = answers.accept_results(
             conversation_id=conversation_id, run_id=request.POST.get("run_id", ""), results=[{"call_id": call_id, "output": output}],
             persona=grant.persona, permissions=grant.permissions, now=timezone.now(),
         )

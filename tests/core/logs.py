@@ -6,7 +6,7 @@ import contextlib
 
 from django.db import connection, transaction
 
-from apps.agent import actions
+from apps.agent import actions, answers
 from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.ledger.models import Event
@@ -20,7 +20,7 @@ def answer(cid: str, output: dict, clock, persona: str = "guest:alice") -> None:
     """Answer the one pending call of the conversation's latest run."""
     s = state(cid)
     [call] = s["pending_client_actions"]
-    actions.accept_results(conversation_id=cid, run_id=s["run_id"], results=[{"call_id": call["call_id"], "output": output}],
+    answers.accept_results(conversation_id=cid, run_id=s["run_id"], results=[{"call_id": call["call_id"], "output": output}],
                            persona=persona, now=clock())
 
 

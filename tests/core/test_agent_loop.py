@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from apps.actions.models import ActionLog
-from apps.agent import actions, runner
+from apps.agent import actions, answers, runner
 from apps.agent.state import conversation_state
 from apps.agent.turns import FALLBACK_REPLY
 from apps.conversations import queries
@@ -36,7 +36,7 @@ def kinds(cid):
 
 
 def answer(cid, call_id, output, clock, persona="guest:alice", run_id=None):
-    return actions.accept_results(conversation_id=cid, run_id=run_id or state(cid)["run_id"],
+    return answers.accept_results(conversation_id=cid, run_id=run_id or state(cid)["run_id"],
                                   results=[{"call_id": call_id, "output": output}], persona=persona, now=clock())
 
 
@@ -178,7 +178,7 @@ class TestResults:
         def submit(i):
             barrier.wait()
             try:
-                actions.accept_results(conversation_id=cid, run_id=s["run_id"],
+                answers.accept_results(conversation_id=cid, run_id=s["run_id"],
                                        results=[{"call_id": call_id, "output": {"label": f"day {i}"}}],
                                        persona=f"guest:{i}", now=runner.timezone.now())
                 outcomes.append(("accepted", i))

@@ -13,7 +13,7 @@ from django.db import connection
 from django.utils import timezone
 
 from apps.actions.models import ActionLog
-from apps.agent import actions, runner
+from apps.agent import answers, runner
 from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.conversations.errors import ActionResultConflict, ApprovalExpired, ApproverRequired, BadInput
@@ -58,7 +58,7 @@ def pending(cid):
 
 def approve(cid, call, persona="guest:alice", now=None, **extra):
     output = {"decision": "approve", "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}, **extra}
-    return actions.accept_results(conversation_id=cid, run_id=state(cid)["run_id"], results=[{"call_id": call["call_id"], "output": output}],
+    return answers.accept_results(conversation_id=cid, run_id=state(cid)["run_id"], results=[{"call_id": call["call_id"], "output": output}],
                                   persona=persona, now=now or timezone.now())
 
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from apps.agent import actions, handoff
+from apps.agent import answers, handoff
 from apps.conversations.errors import RunNotWaiting
 from apps.conversations.models import ControlChange
 from apps.ledger import store
@@ -34,7 +34,7 @@ def held(start, make_assistant, clock):
     handoff.request_handoff(conversation_id=cid, source="customer", requested_by="guest:alice",
                             reason="I want a person", now=clock())
     with pytest.raises(RunNotWaiting):
-        actions.accept_results(conversation_id=cid, run_id=paused["run_id"], persona="guest:alice", now=clock(),
+        answers.accept_results(conversation_id=cid, run_id=paused["run_id"], persona="guest:alice", now=clock(),
                                results=[{"call_id": pending["call_id"], "output": {"decision": "approve", "reviewed": {
                                    "tool": pending["tool"], "arguments": pending["arguments"]}}}])
     turn(cid, "my parcel never came", clock)

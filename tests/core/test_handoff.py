@@ -7,7 +7,7 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from apps.agent import actions, handoff, history, runner
+from apps.agent import actions, answers, handoff, history, runner
 from apps.agent.providers import ModelRequest, openai_messages
 from apps.agent.state import conversation_state
 from apps.conversations import queries
@@ -102,7 +102,7 @@ class TestControlInTheRecord:
         head = state(cid)["seq"]
 
         with pytest.raises(RunNotWaiting):
-            actions.accept_results(
+            answers.accept_results(
                 conversation_id=cid, run_id=paused["run_id"], persona="guest:alice", now=clock(),
                 results=[{"call_id": pending["call_id"], "output": {"decision": "approve", "reviewed": {
                     "tool": pending["tool"], "arguments": pending["arguments"]}}}],

@@ -1,6 +1,6 @@
 import pytest
 
-from apps.agent import actions
+from apps.agent import actions, answers
 from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.conversations.errors import ActionResultConflict, ConversationIsCompleted, TurnConflict
@@ -33,7 +33,7 @@ class TestTurnFlow:
         started = start("when can you deliver?")
         paused = state(started["conversation_id"])
 
-        actions.accept_results(conversation_id=started["conversation_id"], run_id=paused["run_id"],
+        answers.accept_results(conversation_id=started["conversation_id"], run_id=paused["run_id"],
                                results=[{"call_id": paused["pending_client_actions"][0]["call_id"], "output": {"label": "2026-12-24"}}],
                                persona="guest:alice", now=clock())
 
@@ -47,11 +47,11 @@ class TestTurnFlow:
         started = start("when?")
         paused = state(started["conversation_id"])
         call_id = paused["pending_client_actions"][0]["call_id"]
-        actions.accept_results(conversation_id=started["conversation_id"], run_id=paused["run_id"],
+        answers.accept_results(conversation_id=started["conversation_id"], run_id=paused["run_id"],
                                results=[{"call_id": call_id, "output": {"label": "A"}}], persona="guest:alice", now=clock())
 
         with pytest.raises(ActionResultConflict) as caught:
-            actions.accept_results(conversation_id=started["conversation_id"], run_id=paused["run_id"],
+            answers.accept_results(conversation_id=started["conversation_id"], run_id=paused["run_id"],
                                    results=[{"call_id": call_id, "output": {"label": "B"}}], persona="guest:bob", now=clock())
 
         assert caught.value.details["accepted"]["output"] == {"label": "A"}
@@ -61,11 +61,11 @@ class TestTurnFlow:
         started = start("when?")
         paused = state(started["conversation_id"])
         result = [{"call_id": paused["pending_client_actions"][0]["call_id"], "output": {"label": "A"}}]
-        actions.accept_results(conversation_id=started["conversation_id"], run_id=paused["run_id"], results=result,
+        answers.accept_results(conversation_id=started["conversation_id"], run_id=paused["run_id"], results=result,
                                persona="guest:alice", now=clock())
         head = state(started["conversation_id"])["seq"]
 
-        again = actions.accept_results(conversation_id=started["conversation_id"], run_id=paused["run_id"], results=result,
+        again = answers.accept_results(conversation_id=started["conversation_id"], run_id=paused["run_id"], results=result,
                                        persona="guest:alice", now=clock())
 
         assert again.accepted == [] and again.already == [result[0]["call_id"]]

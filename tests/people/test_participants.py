@@ -1,6 +1,6 @@
 import pytest
 
-from apps.agent import actions
+from apps.agent import actions, answers
 from apps.conversations import tokens
 from apps.conversations.errors import BadInput, Forbidden
 from apps.conversations.models import Conversation
@@ -116,7 +116,7 @@ class TestRequiredApprover:
         before = head(cid)
 
         with pytest.raises(Forbidden) as refused:
-            actions.accept_results(
+            answers.accept_results(
                 conversation_id=cid, run_id=started["run_id"], persona="guest:alice", now=clock(),
                 results=[{"call_id": pending["call_id"],
                           "output": {"decision": "approve", "reviewed": {"tool": pending["tool"], "arguments": pending["arguments"]}}}],
@@ -131,7 +131,7 @@ class TestRequiredApprover:
         cid = started["conversation_id"]
         pending = state(cid)["pending_client_actions"][0]
 
-        actions.accept_results(
+        answers.accept_results(
             conversation_id=cid, run_id=started["run_id"], persona="shop:manager", now=clock(),
             results=[{"call_id": pending["call_id"],
                       "output": {"decision": "approve", "reviewed": {"tool": pending["tool"], "arguments": pending["arguments"]}}}],
@@ -152,7 +152,7 @@ class TestIngressDirectives:
                   "output": {"decision": "deny", "reviewed": {"tool": pending["tool"], "arguments": pending["arguments"]}}}
 
         with pytest.raises(Forbidden):
-            actions.accept_results(conversation_id=cid, run_id=started["run_id"], persona="guest:alice", now=clock(), results=[answer])
+            answers.accept_results(conversation_id=cid, run_id=started["run_id"], persona="guest:alice", now=clock(), results=[answer])
 
         assert events_of(cid, "approval_request")[0].payload["required_approver"] == "shop:lead"
         assert events_of(cid, "approval_response") == []
@@ -211,7 +211,7 @@ class TestAttribution:
         cid = started["conversation_id"]
         call_id = state(cid)["pending_client_actions"][0]["call_id"]
 
-        actions.accept_results(conversation_id=cid, run_id=started["run_id"], persona="shop:bob", now=clock(),
+        answers.accept_results(conversation_id=cid, run_id=started["run_id"], persona="shop:bob", now=clock(),
                                results=[{"call_id": call_id, "output": "2026-12-24"}])
 
         answered = state(cid)["answered_client_actions"][0]
@@ -225,7 +225,7 @@ class TestAttribution:
         cid = started["conversation_id"]
         call_id = state(cid)["pending_client_actions"][0]["call_id"]
 
-        actions.accept_results(conversation_id=cid, run_id=started["run_id"], persona="shop:bob", now=clock(),
+        answers.accept_results(conversation_id=cid, run_id=started["run_id"], persona="shop:bob", now=clock(),
                                results=[{"call_id": call_id, "output": {"answer": "A-7"}}])
 
         answered = state(cid)["answered_client_actions"][0]

@@ -99,7 +99,7 @@ def quarantined(db, settings, clock, receiver):
     before the outcome is recorded (nothing runs the turn meanwhile: the runner is switched off).
     Recovery then drives the orphaned run and the planner marks the turn ambiguous.
     """
-    from apps.agent import actions, runner
+    from apps.agent import actions, answers, runner
     from apps.agent.actions import create_assistant
     from apps.conversations.models import Conversation
     from apps.ledger import store
@@ -116,7 +116,7 @@ def quarantined(db, settings, clock, receiver):
         paused = state(cid)
         [call] = paused["pending_client_actions"]
         settings.WAYPOINT_RUNNER = "off"
-        actions.accept_results(
+        answers.accept_results(
             conversation_id=cid, run_id=paused["run_id"], persona=persona, now=clock(),
             results=[{"call_id": call["call_id"], "output": {"decision": "approve",
                                                              "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}],

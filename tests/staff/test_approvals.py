@@ -118,7 +118,7 @@ class TestAnswering:
         assert "This approval expired before your answer" in response.content.decode()
 
     def test_two_staff_and_the_customer_at_once_one_answer_counts(self, start, make_assistant):
-        from apps.agent import actions
+        from apps.agent import answers
         from apps.conversations.errors import WaypointError
 
         dana, sam = logged_in_staff("dana", "Dana"), logged_in_staff("sam", "Sam")
@@ -136,7 +136,7 @@ class TestAnswering:
         def customer():
             barrier.wait()
             try:
-                actions.accept_results(conversation_id=cid, run_id=usage.run_id, persona="guest:alice", now=timezone.now(), results=[
+                answers.accept_results(conversation_id=cid, run_id=usage.run_id, persona="guest:alice", now=timezone.now(), results=[
                     {"call_id": usage.call_id, "output": {"decision": "deny",
                                                           "reviewed": {"tool": usage.tool, "arguments": usage.arguments}}}])
                 codes["customer"] = 200

@@ -223,9 +223,9 @@ def reattempt(q, clock):
 
 
 def approve(cid, call, clock, persona="guest:alice", decision="approve"):
-    from apps.agent import actions as conversation_actions
+    from apps.agent import answers
 
-    return conversation_actions.accept_results(
+    return answers.accept_results(
         conversation_id=cid, run_id=state(cid)["run_id"], persona=persona, now=clock(),
         results=[{"call_id": call["call_id"], "output": {"decision": decision,
                                                          "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}])

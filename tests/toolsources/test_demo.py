@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from apps.agent import actions
+from apps.agent import actions, answers
 from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.toolsources.demo import demo_server
@@ -43,7 +43,7 @@ def test_the_demo_assistant_uses_the_demo_shop_s_mcp_tools(demo):
     [call] = waiting["pending_client_actions"]
     assert call["kind"] == "approval" and call["tool"] == "return_refund"
     for _ in range(2):  # the same answer twice: accepted once, the refund made once
-        actions.accept_results(conversation_id=waiting["conversation_id"], run_id=waiting["run_id"], persona="guest:demo",
+        answers.accept_results(conversation_id=waiting["conversation_id"], run_id=waiting["run_id"], persona="guest:demo",
                                now=timezone.now(), results=[{"call_id": call["call_id"], "output": {
                                    "decision": "approve", "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}])
     done = conversation_state(queries.conversation_for(waiting["conversation_id"]))

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from apps.agent import actions
+from apps.agent import actions, answers
 from apps.agent.state import conversation_state
 from apps.conversations import queries
 from apps.widget import pushes
@@ -317,7 +317,7 @@ class TestWords:
         paused = state_of(conversation)
         call = paused["pending_client_actions"][0]
         with settle():
-            actions.accept_results(conversation_id=conversation["conversation_id"], run_id=paused["run_id"], persona="shop:boss",
+            answers.accept_results(conversation_id=conversation["conversation_id"], run_id=paused["run_id"], persona="shop:boss",
                                    results=[{"call_id": call["call_id"], "output": {
                                        "decision": "approve", "reviewed": {"tool": call["tool"], "arguments": call["arguments"]}}}],
                                    now=clock())
