@@ -159,7 +159,9 @@ class TestParity:
             assert verify(c).ok
 
     def test_every_kind_of_the_log_is_appended_by_some_code(self):
-        sources = "\n".join(p.read_text() for p in (ROOT / "apps").rglob("*.py") if p.name not in ("types.py", "projection.py"))
+        types = ROOT / "apps" / "ledger" / "types"  # where the kinds are declared, which writes none
+        sources = "\n".join(p.read_text() for p in (ROOT / "apps").rglob("*.py")
+                             if p.name != "projection.py" and types not in p.parents)
 
         never = {kind for kind, cls in KINDS.items() if not re.search(rf"\b{cls.__name__}\(", sources)}
 
