@@ -87,8 +87,9 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
             searched = _terms_sqlite(cursor, asked, maybe_misspelt)
             params = [" OR ".join(f'"{term}"' for term in searched)]
             if keys is not None:
-                params.append(json.dumps([k.hex for k in keys]))
-            params.append(limit)
+                params += [json.dumps([k.hex for k in keys]), limit]
+            else:
+                params += [limit + statements.SLACK, limit]
         if not searched:
             return []
         cursor.execute(statements.search(vendor, only=sources is not None), params)
