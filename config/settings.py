@@ -341,3 +341,9 @@ WAYPOINT_KNOWLEDGE_POLL_SECONDS = env.float("WAYPOINT_KNOWLEDGE_POLL_SECONDS", d
 # How long an indexer's claim on a pending source lasts: a process that dies holding one leaves it
 # to be indexed again this long after it took it.
 WAYPOINT_KNOWLEDGE_CLAIM_SECONDS = env.float("WAYPOINT_KNOWLEDGE_CLAIM_SECONDS", default=300.0)
+# Hybrid search (docs/knowledge.md): an OpenAI-compatible embeddings API ("http://host:port/v1"; ""
+# for keyword search only), its model, and how long one request may take.
+WAYPOINT_EMBEDDINGS_BASE_URL = env.str("WAYPOINT_EMBEDDINGS_BASE_URL", default="")
+WAYPOINT_EMBEDDINGS_MODEL = env.str("WAYPOINT_EMBEDDINGS_MODEL", default="text-embedding-3-small")
+WAYPOINT_EMBEDDINGS_API_KEY = env.str("WAYPOINT_EMBEDDINGS_API_KEY", default="")
+WAYPOINT_EMBEDDINGS_TIMEOUT_SECONDS = env.float("WAYPOINT_EMBEDDINGS_TIMEOUT_SECONDS", default=10.0)

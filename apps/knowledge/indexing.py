@@ -23,6 +23,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.knowledge import embeddings
 from apps.knowledge.models import Passage, Source
 from apps.knowledge.passages import Chunk, chunk
 from apps.knowledge.reading import Unreadable, read
@@ -51,6 +52,8 @@ def store(source: Source, chunks: list[Chunk]) -> None:
     source.status, source.reason, source.chunks = "ready", "", len(chunks)
     source.pending, source.claimed_until = None, None
     source.save(update_fields=["status", "reason", "chunks", "pending", "claimed_until"])
+    if embeddings.configured():
+        transaction.on_commit(wake)  # the new passages' embeddings
 
 
 def fail(source: Source, reason: str) -> None:
@@ -135,7 +138,7 @@ def index_pending(*, limit: int | None = None, now: datetime | None = None) -> i
 
 
 def wake() -> None:
-    """Have this process's indexer look now (a commit wrote pending content)."""
+    """Have this process's indexer look now (a commit wrote pending content, or passages to embed)."""
     _stirred.set()
 
 
@@ -154,6 +157,7 @@ def _loop() -> None:
         try:
             close_old_connections()
             index_pending()
+            embeddings.embed_pending()
         except Exception:
             log.exception("knowledge indexing pass failed")
         finally:

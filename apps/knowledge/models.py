@@ -73,3 +73,21 @@ class Passage(models.Model):
 def passage_id(source_id: uuid.UUID | str, version: int, ordinal: int) -> str:
     """A passage's public id: which source, which version, which place in it, so a citation names all three."""
     return f"{source_id}:{version}:{ordinal}"
+
+
+class Embedding(models.Model):
+    """
+    A passage's embedding by one model (WAYPOINT_EMBEDDINGS_MODEL), for hybrid search.
+
+    Written by the indexer after the passage committed; a passage never changes (a new version is
+    new passages), so an embedding is never stale, and it is deleted with its passage. `vector` is
+    float32s in the machine's order.
+    """
+
+    passage = models.OneToOneField(Passage, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=200)
+    vector = models.BinaryField()
+
+    class Meta:
+        db_table = "knowledge_embeddings"
+

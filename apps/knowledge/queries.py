@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from typing import Any
 
-from apps.knowledge import statements
+from apps.knowledge import embeddings, statements
 from apps.knowledge.models import Source, passage_id
 from apps.knowledge.passages import terms
 from apps.knowledge.spelling import correctable, corrections, worth_correcting
@@ -14,6 +15,7 @@ from apps.knowledge.synonyms import synonyms
 from apps.ledger.sql import database
 
 MAX_LIMIT = 50
+log = logging.getLogger(__name__)
 
 
 def parse_id(value: str) -> uuid.UUID | None:
@@ -59,11 +61,32 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
     index's terms within one edit of it (a misspelling). Only current versions of live, ready
     sources; `sources` keeps to those ids (None: all; ids that name no source match nothing). A
     statement for the question's terms and misspellings, one for the ranking.
+    With WAYPOINT_EMBEDDINGS_BASE_URL it is hybrid (apps/knowledge/embeddings.py): the keyword
+    search's best candidates, ranked again by their similarity to the question, the two rankings
+    fused; keyword search alone when the embeddings server does not answer.
     Each passage is the contract's: `passage_id`, `source_id`, `title`, `version`, `text`, `score`,
     and `url` and `anchor` when it has them.
     """
-    words = terms(query)
     limit = max(1, min(int(limit), MAX_LIMIT))
+    if not embeddings.configured():
+        return [_passage(row) for row in _keyword(query, sources=sources, limit=limit)]
+    rows = _keyword(query, sources=sources, limit=max(limit, embeddings.CANDIDATES))
+    if not rows:
+        return []
+    try:
+        meaning = embeddings.meaning_ranking(query, [row[0] for row in rows])
+    except embeddings.Unavailable as exc:
+        log.warning("knowledge search: the embeddings server did not answer (%s); keyword search alone", exc)
+        meaning = []
+    if not meaning:  # no candidate has its embedding yet, or the server is away
+        return [_passage(row) for row in rows[:limit]]
+    found = {row[0]: row for row in rows}
+    return [_passage(found[key], fused=score) for key, score in embeddings.fuse(list(found), meaning)[:limit]]
+
+
+def _keyword(query: str, *, sources: list[str] | None, limit: int) -> list[tuple]:
+    """The keyword search's rows, best first (the passage's id first, its score last)."""
+    words = terms(query)
     if not words:
         return []
     db = database()
@@ -93,8 +116,7 @@ def search(query: str, *, sources: list[str] | None = None, limit: int = 5) -> l
         if not searched:
             return []
         cursor.execute(statements.search(vendor, only=sources is not None), params)
-        rows = cursor.fetchall()
-    return [_passage(row) for row in rows]
+        return cursor.fetchall()
 
 
 def _terms_postgres(cursor, asked: list[str], maybe_misspelt: list[str]) -> list[str]:
@@ -133,10 +155,11 @@ def _with_corrections(found: list[str], vocabularies: dict[str, list[tuple[str, 
     return found
 
 
-def _passage(row: tuple) -> dict[str, Any]:
+def _passage(row: tuple, *, fused: float | None = None) -> dict[str, Any]:
     _, source, version, ordinal, title, anchor, text, url, rank = row
     source_id = str(source if isinstance(source, uuid.UUID) else uuid.UUID(source))
-    rank = max(float(rank), 0.0)
+    # A fused score is put on the keyword scale's footing: 1 for first in one ranking, 2 in both.
+    rank = max(float(rank), 0.0) if fused is None else fused * (embeddings.RRF_K + 1)
     out: dict[str, Any] = {
         "passage_id": passage_id(source_id, version, ordinal), "source_id": source_id, "title": title,
         "version": version, "text": text, "score": round(rank / (rank + 1), 4),

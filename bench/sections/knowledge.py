@@ -212,5 +212,5 @@ def section_knowledge(report, *, quick: bool) -> None:
     report.targets.append(Target(TARGET_RECALL, ", ".join(f"{db} {got['recall']:.2f}" for db, got in results.items()),
                                  min(got["recall"] for got in results.values()) >= 0.9))
     report.figures["knowledge_recall"] = recall
-    report.notes.append("hybrid search (embeddings) is not built, so recall@5 is reported for keyword search only")
+    report.notes.append("recall@5 is of keyword search: hybrid search needs an embeddings server (WAYPOINT_EMBEDDINGS_BASE_URL)")
     turn_cost(report, quick=quick)

@@ -52,7 +52,8 @@ def gguf() -> str:
 class LlamaServer:
     """The server process: started by `start()`, stopped by `stop()`; its log is kept for failures."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, embedding: bool = False) -> None:
+        self.embedding = embedding  # serve /v1/embeddings (llama.cpp then pools each input to one vector)
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)  # noqa: SIM115
@@ -62,7 +63,8 @@ class LlamaServer:
         # Two threads: this machine has two cores, and the model is small enough for them.
         self.process = subprocess.Popen(
             [str(SERVER_PYTHON), "-m", "llama_cpp.server", "--model", gguf(), "--host", "127.0.0.1",
-             "--port", str(self.port), "--n_ctx", "4096", "--n_threads", "2", "--seed", "7"],
+             "--port", str(self.port), "--n_ctx", "4096", "--n_threads", "2", "--seed", "7",
+             *(["--embedding", "true"] if self.embedding else [])],
             stdout=self.log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + STARTUP_SECONDS

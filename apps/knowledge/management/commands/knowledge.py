@@ -1,4 +1,4 @@
-"""`manage.py knowledge index` indexes what is pending now; `manage.py knowledge search "question"` prints what is found."""
+"""`manage.py knowledge index` indexes (and embeds) what is pending now; `manage.py knowledge search "question"` prints what is found."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from apps.knowledge import indexing, queries
+from apps.knowledge import embeddings, indexing, queries
 
 
 class Command(BaseCommand):
@@ -24,6 +24,8 @@ class Command(BaseCommand):
         if command == "index":
             done = indexing.index_pending()
             self.stdout.write(f"indexed {done} source version(s)")
+            if embeddings.configured():
+                self.stdout.write(f"embedded {embeddings.embed_pending()} passage(s)")
         else:
             found = queries.search(options["query"], sources=options["sources"], limit=options["limit"])
             self.stdout.write(json.dumps({"passages": found}, indent=2, ensure_ascii=False))
