@@ -40,6 +40,13 @@ class Unavailable(Exception):
     """The embeddings server did not answer as the API says it does."""
 
 
+class Refused(Unavailable):
+    """The embeddings server answered that it cannot take an input (400, 413, 422): not a server that is down."""
+
+# The answers of a server that is up and refuses what it was sent; any other failure may pass.
+REFUSALS = (400, 413, 422)
+
+
 def configured() -> bool:
     return bool(settings.WAYPOINT_EMBEDDINGS_BASE_URL)
 
@@ -57,9 +64,13 @@ def embed(texts: list[str], *, timeout: float | None = None) -> list[list[float]
             json={"model": settings.WAYPOINT_EMBEDDINGS_MODEL, "input": [t[:MAX_INPUT_CHARS] for t in texts]},
             headers=headers, timeout=timeout or settings.WAYPOINT_EMBEDDINGS_TIMEOUT_SECONDS,
         )
+        if answer.status_code in REFUSALS:
+            raise Refused(f"{answer.status_code} for {len(texts)} inputs")
         answer.raise_for_status()
         data = sorted(answer.json()["data"], key=lambda item: item["index"])
         vectors = [[float(x) for x in _flat(item["embedding"])] for item in data]
+    except Refused:
+        raise
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
         raise Unavailable(str(exc) or type(exc).__name__) from exc
     if len(vectors) != len(texts) or not all(vectors):
@@ -111,7 +122,7 @@ def meaning_ranking(question: str, ids: list[int]) -> list[int]:
     :raises Unavailable: the question could not be embedded
     """
     vectors = dict(Embedding.objects.filter(passage_id__in=ids, model=settings.WAYPOINT_EMBEDDINGS_MODEL)
-                   .values_list("passage_id", "vector"))
+                   .exclude(vector=b"").values_list("passage_id", "vector"))
     if not vectors:
         return []
     asked = embed([question], timeout=min(QUESTION_TIMEOUT_SECONDS, settings.WAYPOINT_EMBEDDINGS_TIMEOUT_SECONDS))[0]
@@ -121,11 +132,13 @@ def meaning_ranking(question: str, ids: list[int]) -> list[int]:
 
 def embed_pending(*, limit: int | None = None) -> int:
     """
-    Embed committed passages that have no embedding by the configured model; how many were written.
+    Embed committed passages that have no embedding by the configured model; how many were embedded.
 
     Reads and calls the server with no transaction open, then writes each batch in one, keeping
     only the passages that still exist (a PUT or DELETE may have taken them meanwhile). Stops at
-    the first failure of the server: the rest wait for the next pass.
+    the first failure of the server: the rest wait for the next pass. A batch the server refuses
+    is sent again passage by passage, and a passage refused alone is kept with an empty vector, so
+    that it is neither asked again nor holds up the passages after it; search finds it by its words.
     """
     if not configured():
         return 0
@@ -136,7 +149,7 @@ def embed_pending(*, limit: int | None = None) -> int:
         if not batch:
             break
         try:
-            vectors = embed(["\n".join(part for part in (title, anchor, text) if part) for _, title, anchor, text in batch])
+            vectors = _embedded(batch)
         except Unavailable as exc:
             log.warning("knowledge embeddings: the server did not answer (%s); %d passages wait", exc, len(batch))
             break
@@ -144,9 +157,21 @@ def embed_pending(*, limit: int | None = None) -> int:
             alive = set(Passage.objects.select_for_update(no_key=True).filter(id__in=[key for key, *_ in batch])
                         .values_list("id", flat=True))
             Embedding.objects.bulk_create(
-                [Embedding(passage_id=key, model=model, vector=pack(v)) for (key, *_), v in zip(batch, vectors, strict=True)
-                 if key in alive],
+                [Embedding(passage_id=key, model=model, vector=pack(v) if v else b"")
+                 for (key, *_), v in zip(batch, vectors, strict=True) if key in alive],
                 update_conflicts=True, unique_fields=["passage"], update_fields=["model", "vector"],
             )
-        done += len(batch)
+        done += sum(1 for v in vectors if v)
     return done
+
+
+def _embedded(batch: list[tuple]) -> list[list[float]]:
+    """The embeddings of a batch of passages, [] for each one the server refuses on its own."""
+    texts = ["\n".join(part for part in (title, anchor, text) if part) for _, title, anchor, text in batch]
+    try:
+        return embed(texts)
+    except Refused:
+        if len(texts) == 1:
+            log.warning("knowledge embeddings: the server refuses passage %s; it is found by its words only", batch[0][0])
+            return [[]]
+    return [vector for one in batch for vector in _embedded([one])]

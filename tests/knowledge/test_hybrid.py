@@ -46,6 +46,10 @@ class FakeEmbeddings(BaseHTTPRequestHandler):
             self.end_headers()
             return
         type(self).asked.append(body["input"])
+        if any("UNTAKEABLE" in text for text in body["input"]):  # as a server refuses an input it cannot take
+            self.send_response(400)
+            self.end_headers()
+            return
         answer = json.dumps({"object": "list", "model": body["model"], "data": [
             {"object": "embedding", "index": i, "embedding": meaning(text)} for i, text in enumerate(body["input"])]})
         self.send_response(200)
@@ -115,6 +119,17 @@ def test_passages_wait_for_a_server_that_is_down_and_are_embedded_when_it_answer
 
     embedder.down = False
     assert embeddings.embed_pending() == 3
+
+
+def test_a_passage_the_server_refuses_stops_neither_the_others_nor_the_next_passes(embedder, shop, add):
+    add("Odd page", "## Odd\n\nUNTAKEABLE for the embeddings server.")
+
+    written = embeddings.embed_pending()
+
+    assert written == 3 and Embedding.objects.exclude(vector=b"").count() == 3
+    embedder.asked.clear()
+    assert embeddings.embed_pending() == 0 and embedder.asked == []
+    assert search("odd page")[0]["title"] == "Odd page"
 
 
 def test_an_embedding_goes_with_its_passage(embedder, shop):
