@@ -72,6 +72,7 @@ class Side:
         self.process = subprocess.Popen([sys.executable, "-c", WORKER], cwd=tree, env=env, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         if self.process.stdout.readline().strip() != "ready":
+            self.close()
             raise RuntimeError(f"{name}: the worker did not start (see its output above)")
 
     def turns(self, n: int) -> dict[str, float]:
@@ -92,7 +93,8 @@ def paired(ref: str, *, rounds: int, turns: int) -> dict[str, list[dict[str, flo
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(worktree), ref], check=True)
     sides: list[Side] = []
     try:
-        sides = [Side("before", worktree), Side("after", ROOT)]
+        for name, tree in (("before", worktree), ("after", ROOT)):
+            sides.append(Side(name, tree))  # one by one, so a side that fails to start leaves the other to close
         for side in sides:
             side.turns(turns)  # warm: imports, statement caches, the first conversation
         found: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
